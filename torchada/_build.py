@@ -1,0 +1,188 @@
+"""Native builds: cached by a key of the sources and toolchain, built once under a file lock.
+
+Two kinds of artefact go through here, both driven by ninja:
+- torch C++ extensions (through ``torch.utils.cpp_extension.load``, which writes a ninja file);
+- plain C shared libraries (our own ``build.ninja``), e.g. the simulator's ``libmusart.so``.
+
+The lock is ``fcntl.flock`` on a file beside the build directory: the kernel drops it when the holder
+dies, so a build killed half-way never makes a later import wait forever (torch's own lock file does).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import importlib.machinery
+import importlib.util
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Iterator, Sequence
+
+logger = logging.getLogger("torchada")
+
+_REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class NativeBuildError(RuntimeError):
+    """A native build failed; the message carries the compiler output."""
+
+
+def csrc_dir() -> Path:
+    """Where the native sources live: ``torchada/_csrc`` in a wheel, ``csrc/`` in a checkout."""
+    packaged = Path(__file__).resolve().parent / "_csrc"
+    return packaged if packaged.is_dir() else _REPO_ROOT / "csrc"
+
+
+def cache_root() -> Path:
+    env = os.environ.get("TORCHADA_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "torchada"
+
+
+def verbose_builds() -> bool:
+    return os.environ.get("TORCHADA_VERBOSE_BUILD", "") not in ("", "0")
+
+
+def build_key(sources: Sequence[Path], *extra: str) -> str:
+    h = hashlib.sha256()
+    for src in sources:
+        h.update(src.name.encode())
+        h.update(src.read_bytes())
+    for item in extra:
+        h.update(b"\0" + item.encode())
+    h.update(sys.version.encode())
+    return h.hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _ensure_ninja_on_path() -> str:
+    found = shutil.which("ninja")
+    if found:
+        return found
+    try:
+        import ninja  # the PyPI wheel ships the binary
+
+        os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
+        return os.path.join(ninja.BIN_DIR, "ninja")
+    except ImportError as err:
+        raise NativeBuildError(
+            "ninja is needed to build torchada's native code: `pip install ninja`"
+        ) from err
+
+
+def _announce(what: str) -> float:
+    # A cold build takes tens of seconds; say so once instead of looking hung.
+    print(f"torchada: building {what} (first use, cached afterwards)...", file=sys.stderr)
+    return time.perf_counter()
+
+
+def _load_extension_file(name: str, path: Path) -> ModuleType:
+    if name in sys.modules:
+        return sys.modules[name]
+    loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+    spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    sys.modules[name] = module
+    return module
+
+
+def load_torch_extension(
+    name: str, sources: Sequence[Path], extra_cflags: Sequence[str] = ()
+) -> ModuleType:
+    """Build (once) and import a torch C++ extension from ``sources``."""
+    import torch
+
+    sources = [Path(s) for s in sources]
+    key = build_key(sources, torch.__version__, *extra_cflags)
+    build_dir = cache_root() / name / key
+    artefact = build_dir / f"{name}.so"
+    # The marker, not the .so, says "done": a link killed half-way can leave a truncated .so.
+    done = build_dir / ".complete"
+    if done.exists():
+        return _load_extension_file(name, artefact)
+    with _locked(build_dir.with_suffix(".lock")):
+        if done.exists():  # another process built it while we waited
+            return _load_extension_file(name, artefact)
+        build_dir.mkdir(parents=True, exist_ok=True)
+        # Only a dead builder can have left torch's own baton behind: we hold the lock.
+        (build_dir / "lock").unlink(missing_ok=True)
+        _ensure_ninja_on_path()
+        from torch.utils import cpp_extension
+
+        start = _announce(f"native library '{name}'")
+        try:
+            module = cpp_extension.load(
+                name=name,
+                sources=[str(s) for s in sources],
+                extra_cflags=["-O2", *extra_cflags],
+                build_directory=str(build_dir),
+                verbose=verbose_builds(),
+            )
+        except Exception as err:  # torch raises RuntimeError carrying the compiler output
+            raise NativeBuildError(f"building {name} failed:\n{err}") from err
+        done.touch()
+        logger.info("built %s in %.1f s at %s", name, time.perf_counter() - start, build_dir)
+        return module
+
+
+def build_shared_libraries(
+    name: str, sources: Sequence[Path], cflags: Sequence[str] = ("-O2",)
+) -> dict[str, Path]:
+    """Build one plain C shared library per source (``foo.c`` -> ``foo.so``) with ninja.
+
+    Returns ``{stem: path}``. Cached by a key of the sources, built once under the lock.
+    """
+    sources = [Path(s) for s in sources]
+    cc = os.environ.get("CC", "cc")
+    key = build_key(sources, cc, *cflags)
+    build_dir = cache_root() / name / key
+    outputs = {s.stem: build_dir / f"{s.stem}.so" for s in sources}
+    done = build_dir / ".complete"
+    if done.exists():
+        return outputs
+    with _locked(build_dir.with_suffix(".lock")):
+        if done.exists():
+            return outputs
+        build_dir.mkdir(parents=True, exist_ok=True)
+        ninja = _ensure_ninja_on_path()
+        lines = [
+            f"cflags = {' '.join(cflags)}",
+            "rule cc_shared",
+            f"  command = {cc} $cflags -shared -fPIC $in -o $out",
+            "  description = CC $out",
+            "",
+        ]
+        lines += [f"build {outputs[s.stem].name}: cc_shared {s}" for s in sources]
+        (build_dir / "build.ninja").write_text("\n".join(lines) + "\n")
+        start = _announce(f"'{name}'") if len(sources) > 4 else time.perf_counter()
+        proc = subprocess.run(
+            [ninja, "-C", str(build_dir)], capture_output=True, text=True, check=False
+        )
+        if proc.returncode != 0:
+            raise NativeBuildError(f"building {name} failed:\n{proc.stdout}\n{proc.stderr}")
+        if verbose_builds():
+            print(proc.stdout, file=sys.stderr)
+        done.touch()
+        logger.info("built %s in %.2f s at %s", name, time.perf_counter() - start, build_dir)
+    return outputs

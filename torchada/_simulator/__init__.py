@@ -1,0 +1,81 @@
+"""The CPU-backed simulator of torch_musa that ships with torchada.
+
+It is importable as ``torch_musa`` only after :func:`activate` (asked for with ``TORCHADA_SIMULATE=1``,
+``python -m torchada.run --simulate`` or the test fixture), and never when a real torch_musa can be
+imported. It behaves like torch_musa 2.7.1, including the names torch_musa lacks.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+
+logger = logging.getLogger("torchada")
+
+SITE = str(Path(__file__).resolve().parent / "site")
+ENV_SWITCH = "TORCHADA_SIMULATE"
+
+
+def requested(environ: "dict | None" = None) -> bool:
+    env = os.environ if environ is None else environ
+    return env.get(ENV_SWITCH, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def real_torch_musa_spec():
+    """The spec of a real torch_musa on sys.path (ignoring the simulator), or None."""
+    if SITE in sys.path:
+        saved = list(sys.path)
+        sys.path[:] = [p for p in sys.path if p != SITE]
+        try:
+            return _find("torch_musa")
+        finally:
+            sys.path[:] = saved
+    return _find("torch_musa")
+
+
+def _find(name: str):
+    mod = sys.modules.get(name)
+    if mod is not None and not is_simulated(mod):
+        return mod.__spec__
+    if mod is not None:
+        return None
+    try:
+        return importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+
+
+def is_simulated(module: "ModuleType | None" = None) -> bool:
+    mod = sys.modules.get("torch_musa") if module is None else module
+    return bool(getattr(mod, "_torchada_simulated", False))
+
+
+def is_active() -> bool:
+    return is_simulated()
+
+
+def activate() -> ModuleType:
+    """Make the simulator importable as ``torch_musa``, import it, and return it.
+
+    Refuses when a real torch_musa is importable: the simulator never shadows real hardware.
+    """
+    if is_active():
+        return sys.modules["torch_musa"]
+    spec = real_torch_musa_spec()
+    if spec is not None:
+        raise RuntimeError(
+            "a real torch_musa is importable (%s); the MUSA simulator only runs where torch_musa "
+            "is absent. Unset TORCHADA_SIMULATE to use the real device." % (spec.origin,)
+        )
+    if SITE not in sys.path:
+        sys.path.append(SITE)
+    # Children (torchrun workers, spawn, DataLoader workers) simulate too.
+    os.environ[ENV_SWITCH] = "1"
+    import torch_musa
+
+    logger.debug("MUSA simulator active: %s", torch_musa.__file__)
+    return torch_musa

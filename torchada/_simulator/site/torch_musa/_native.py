@@ -1,0 +1,89 @@
+"""Assembles ``torch_musa._MUSAC``: the simulator's C++ extension plus the types torch_musa's
+C module defines (stream/event bases, graph base, device properties, the ``_musart`` submodule)."""
+
+import enum
+import sys
+import types
+
+import torch
+
+from torchada._simulator import native
+
+
+class _MusaStreamBase(torch.Stream):
+    pass
+
+
+class _MusaEventBase(torch.Event):
+    pass
+
+
+class _MUSAGraph:
+    def __init__(self):
+        self._ops = []
+        self._recorder = None
+        self._captured = False
+        self._pool = None
+        self._debug = False
+
+
+class _MusaDeviceProperties:
+    __slots__ = ("_name", "_major", "_minor", "_total_memory", "_mp_count")
+
+    def __init__(self, name, major, minor, total_memory, multi_processor_count):
+        self._name, self._major, self._minor = name, major, minor
+        self._total_memory, self._mp_count = total_memory, multi_processor_count
+
+    name = property(lambda self: self._name)
+    major = property(lambda self: self._major)
+    minor = property(lambda self: self._minor)
+    total_memory = property(lambda self: self._total_memory)
+    multi_processor_count = property(lambda self: self._mp_count)
+    is_multi_gpu_board = property(lambda self: 0)
+    is_integrated = property(lambda self: 0)
+
+    def __repr__(self):
+        # torch_musa's own repr, misplaced quote included.
+        return (
+            f"_MusaDeviceProperties(name='{self._name}', major='{self._major}, "
+            f"minor={self._minor}, total_memory={self._total_memory // (1024 * 1024)}MB, "
+            f"multi_processor_count={self._mp_count})"
+        )
+
+
+class musaError(enum.IntEnum):
+    success = 0
+
+
+def _make_musart(ext):
+    m = types.ModuleType("torch_musa._MUSAC._musart")
+    m.musaError = musaError
+    messages = {0: "no error", 1: "invalid argument", 2: "out of memory"}
+    m.musaGetErrorString = lambda code: messages.get(int(code), "unknown error")
+    m.musaHostRegister = lambda ptr, size, flags: musaError.success
+    m.musaHostUnregister = lambda ptr: musaError.success
+    m.musaStreamCreate = lambda ptr: musaError.success
+    m.musaStreamDestroy = lambda ptr: musaError.success
+
+    def musaMemGetInfo(device):
+        total = ext._musa_totalMemory()
+        used = ext._musa_memoryStatsRaw(device)["bytes.all"][0]
+        limit = int(total * ext._musa_getMemoryFraction(device))
+        return (max(limit - used, 0), total)
+
+    m.musaMemGetInfo = musaMemGetInfo
+    return m
+
+
+def load(config):
+    ext = native.load_extension()
+    ext._sim_configure(config.device_count, config.spec["total_memory"])
+    for cls in (_MusaStreamBase, _MusaEventBase, _MUSAGraph, _MusaDeviceProperties):
+        setattr(ext, cls.__name__, cls)
+    ext._musart = _make_musart(ext)
+    ext._musa_version = __import__(
+        "torchada._simulator.boards", fromlist=["MUSA_VERSION"]
+    ).MUSA_VERSION
+    ext._mccl_version = lambda: 0
+    sys.modules["torch_musa._MUSAC"] = ext
+    return ext

@@ -1,0 +1,171 @@
+"""Device management (torch_musa/core/device.py)."""
+
+import functools
+
+import torch
+
+import torch_musa
+from torch_musa._MUSAC import _MusaDeviceProperties
+
+from ._lazy_init import _lazy_init
+from ._utils import _get_musa_device_index
+
+
+class Device:
+    def __init__(self, device):
+        self.idx = _get_musa_device_index(device, optional=True)
+        self.prev_idx = -1
+
+    def __enter__(self):
+        self.prev_idx = _exchange_device(self.idx)
+
+    def __exit__(self, type, value, traceback):
+        self.idx = _maybe_exchange_device(self.prev_idx)
+        return False
+
+
+device = Device
+
+
+class DeviceOf(Device):
+    def __init__(self, obj):
+        idx = obj.get_device() if obj.device.type == "musa" else -1
+        super().__init__(idx)
+
+
+device_of = DeviceOf
+
+
+def _exchange_device(idx):
+    if idx < 0:
+        return -1
+    _lazy_init()
+    return torch_musa._MUSAC._musa_exchangeDevice(idx)
+
+
+def _maybe_exchange_device(idx):
+    if idx < 0:
+        return -1
+    return torch_musa._MUSAC._musa_exchangeDevice(idx)
+
+
+class _DeviceGuard:
+    def __init__(self, index):
+        self.idx = index
+        self.prev_idx = -1
+
+    def __enter__(self):
+        self.prev_idx = _exchange_device(self.idx)
+
+    def __exit__(self, type, value, traceback):
+        self.idx = _maybe_exchange_device(self.prev_idx)
+        return False
+
+
+@functools.lru_cache(maxsize=1)
+def device_count():
+    return torch_musa._MUSAC._musa_getDeviceCount()
+
+
+def is_available():
+    return torch_musa._MUSAC._musa_getDeviceCount() > 0
+
+
+def set_device(device):
+    device = _get_musa_device_index(device)
+    if device >= 0:
+        torch_musa._MUSAC._musa_setDevice(device)
+
+
+def current_device():
+    _lazy_init()
+    return torch_musa._MUSAC._musa_getDevice()
+
+
+def synchronize(device=None):
+    _lazy_init()
+    with torch_musa.device(device):
+        return torch_musa._MUSAC._musa_synchronize()
+
+
+def _get_device_properties(idx):
+    return torch_musa._sim_device_properties[idx]
+
+
+def get_device_properties(device):
+    _lazy_init()
+    device = _get_musa_device_index(device, optional=True)
+    if device < 0 or device >= device_count():
+        raise AssertionError("Invalid device id")
+    return _get_device_properties(device)
+
+
+def get_device_name(device=None):
+    return get_device_properties(device).name
+
+
+def get_device_capability(device=None):
+    prop = get_device_properties(device)
+    return prop.major, prop.minor
+
+
+def can_device_access_peer(device, peer_device):
+    _lazy_init()
+    device = _get_musa_device_index(device, optional=True)
+    peer_device = _get_musa_device_index(peer_device)
+    if device < 0 or device >= device_count():
+        raise AssertionError("Invalid device id")
+    if peer_device < 0 or peer_device >= device_count():
+        raise AssertionError("Invalid peer device id")
+    return device != peer_device
+
+
+def get_arch_list():
+    if not is_available():
+        return []
+    return torch_musa._sim_arch_flags.split()
+
+
+def is_bf16_supported(including_emulation=True):
+    if not is_available():
+        return False
+    major, minor = get_device_capability(current_device())
+    if major * 10 + minor >= 22:
+        return True
+    if not including_emulation:
+        return False
+    try:
+        return bool(torch.tensor([1.0], dtype=torch.bfloat16, device="musa"))
+    except Exception:
+        return False
+
+
+def is_tf32_supported():
+    return is_bf16_supported(including_emulation=False)
+
+
+def ipc_collect():
+    _lazy_init()
+
+
+def _sleep(cycles):
+    _lazy_init()
+
+
+def get_amp_supported_dtype():
+    if is_bf16_supported():
+        return [torch.float16, torch.bfloat16]
+    return [torch.float16]
+
+
+def current_blas_handle():
+    _lazy_init()
+    return 0x6D75626C  # an opaque, stable non-zero handle, as mublasHandle_t would be
+
+
+def current_blaslt_handle():
+    _lazy_init()
+    return 0x6D756C74
+
+
+_MusaDeviceProperties = _MusaDeviceProperties

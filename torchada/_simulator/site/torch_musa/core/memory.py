@@ -1,0 +1,250 @@
+"""Memory API (torch_musa/core/memory.py) over the simulator's exact allocation counters.
+
+The simulator has no caching allocator: reserved == allocated, and empty_cache frees nothing.
+"""
+
+import collections
+import contextlib
+import ctypes
+
+import torch
+
+import torch_musa
+
+from ._lazy_init import _lazy_init, is_initialized
+from ._utils import _get_musa_device_index
+
+__all__ = [
+    "set_per_process_memory_fraction", "empty_cache", "memory_stats", "memory_stats_as_nested_dict",
+    "reset_accumulated_memory_stats", "reset_peak_memory_stats", "reset_max_memory_allocated",
+    "reset_max_memory_cached", "memory_allocated", "max_memory_allocated", "memory_reserved",
+    "max_memory_reserved", "memory_snapshot", "memory_summary", "mem_get_info",
+    "get_allocator_backend", "MUSAPluggableAllocator", "change_current_allocator", "MemPool",
+    "MemPoolContext", "use_mem_pool", "memory_stats_all",
+]
+
+_STAT_KINDS = ("allocated_bytes", "reserved_bytes", "active_bytes", "requested_bytes")
+_COUNT_KINDS = ("allocation", "segment", "active")
+_POOLS = ("all", "small_pool", "large_pool")
+
+
+def _device(device):
+    return _get_musa_device_index(device, optional=True)
+
+
+def set_per_process_memory_fraction(fraction, device=None):
+    _lazy_init()
+    device = _device(device)
+    if not isinstance(fraction, float):
+        raise TypeError("Invalid type for fraction argument, must be `float`")
+    if fraction < 0 or fraction > 1:
+        raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
+    torch_musa._MUSAC._musa_setMemoryFraction(fraction, device)
+
+
+def empty_cache():
+    if is_initialized():
+        pass  # nothing is cached
+
+
+def memory_stats_as_nested_dict(device=None):
+    if not is_initialized():
+        return {}
+    device = _device(device)
+    raw = torch_musa._MUSAC._musa_memoryStatsRaw(device)
+    out = {}
+    for kind in _STAT_KINDS:
+        out[kind] = {
+            pool: dict(zip(("current", "peak", "allocated", "freed"), raw[f"bytes.{pool}"]))
+            for pool in _POOLS
+        }
+    for kind in _COUNT_KINDS:
+        out[kind] = {
+            pool: dict(zip(("current", "peak", "allocated", "freed"), raw[f"count.{pool}"]))
+            for pool in _POOLS
+        }
+    zero = {"current": 0, "peak": 0, "allocated": 0, "freed": 0}
+    out["inactive_split"] = {pool: dict(zero) for pool in _POOLS}
+    out["inactive_split_bytes"] = {pool: dict(zero) for pool in _POOLS}
+    out["oversize_allocations"] = dict(zero)
+    out["oversize_segments"] = dict(zero)
+    out["num_alloc_retries"] = 0
+    out["num_ooms"] = raw["num_ooms"]
+    out["num_sync_all_streams"] = 0
+    out["num_device_alloc"] = raw["num_device_alloc"]
+    out["num_device_free"] = raw["num_device_free"]
+    out["max_split_size"] = -1
+    return out
+
+
+def memory_stats(device=None):
+    result = []
+
+    def _flatten(prefix, obj):
+        if isinstance(obj, dict):
+            if prefix:
+                prefix += "."
+            for k, v in obj.items():
+                _flatten(prefix + k, v)
+        else:
+            result.append((prefix, obj))
+
+    _flatten("", memory_stats_as_nested_dict(device=device))
+    result.sort()
+    return collections.OrderedDict(result)
+
+
+def memory_stats_all():
+    merged = collections.OrderedDict()
+    for i in range(torch_musa.device_count()):
+        for k, v in memory_stats(i).items():
+            if k.endswith(".peak"):
+                merged[k] = max(merged.get(k, 0), v)
+            else:
+                merged[k] = merged.get(k, 0) + v
+    return merged
+
+
+def reset_accumulated_memory_stats(device=None):
+    _lazy_init()
+    torch_musa._MUSAC._musa_resetAccumulatedMemoryStats(_device(device))
+
+
+def reset_peak_memory_stats(device=None):
+    _lazy_init()
+    torch_musa._MUSAC._musa_resetPeakMemoryStats(_device(device))
+
+
+def reset_max_memory_allocated(device=None):
+    return reset_peak_memory_stats(device=device)
+
+
+def reset_max_memory_cached(device=None):
+    return reset_peak_memory_stats(device=device)
+
+
+def memory_allocated(device=None):
+    return memory_stats(device=device).get("allocated_bytes.all.current", 0)
+
+
+def max_memory_allocated(device=None):
+    return memory_stats(device=device).get("allocated_bytes.all.peak", 0)
+
+
+def memory_reserved(device=None):
+    return memory_stats(device=device).get("reserved_bytes.all.current", 0)
+
+
+def max_memory_reserved(device=None):
+    return memory_stats(device=device).get("reserved_bytes.all.peak", 0)
+
+
+def memory_snapshot():
+    return []
+
+
+def memory_summary(device=None, abbreviated=False):
+    device = _device(device)
+    stats = memory_stats(device=device)
+    lines = [
+        "=" * 75,
+        f" PyTorch MUSA memory summary, device ID {device:<29d} ",
+        "-" * 75,
+    ]
+    for kind in _STAT_KINDS:
+        cur = stats.get(f"{kind}.all.current", 0)
+        peak = stats.get(f"{kind}.all.peak", 0)
+        lines.append(f" {kind:<24} current {cur:>14d} B   peak {peak:>14d} B")
+    lines.append("=" * 75)
+    return "\n".join(lines) + "\n"
+
+
+def mem_get_info(device=None):
+    _lazy_init()
+    return torch_musa.musart().musaMemGetInfo(_device(device))
+
+
+def get_allocator_backend():
+    return "native"
+
+
+class _MUSAAllocator:
+    def __init__(self, allocator):
+        self._allocator = allocator
+
+    def allocator(self):
+        return self._allocator
+
+
+class MUSAPluggableAllocator(_MUSAAllocator):
+    def __init__(self, path_to_so_file, alloc_fn_name, free_fn_name):
+        lib = ctypes.CDLL(path_to_so_file)
+        self._alloc_fn = getattr(lib, alloc_fn_name)
+        self._free_fn = getattr(lib, free_fn_name)
+        super().__init__((path_to_so_file, alloc_fn_name, free_fn_name))
+
+
+def change_current_allocator(allocator):
+    if is_initialized():
+        raise RuntimeError("Can't swap an already initialized allocator")
+    # The simulator keeps allocating host memory itself; the allocator is recorded, not used.
+    torch_musa._sim_current_allocator = allocator
+
+
+class MemPool:
+    _next_id = 1
+
+    def __init__(self, allocator=None):
+        self.allocator = allocator
+        self.id = (0, MemPool._next_id)
+        MemPool._next_id += 1
+
+    def use_count(self):
+        return 1
+
+    def snapshot(self):
+        return []
+
+
+class MemPoolContext:
+    _active = None
+
+    def __init__(self, pool):
+        self.pool = pool
+        self._prev = None
+
+    @staticmethod
+    def active_pool():
+        return MemPoolContext._active
+
+    def __enter__(self):
+        self._prev, MemPoolContext._active = MemPoolContext._active, self.pool
+        return self
+
+    def __exit__(self, *exc):
+        MemPoolContext._active = self._prev
+
+
+@contextlib.contextmanager
+def use_mem_pool(pool, device=None):
+    with MemPoolContext(pool):
+        yield
+
+
+def _record_memory_history(enabled="all", *args, **kwargs):
+    pass
+
+
+def _snapshot(device=None):
+    return {"segments": [], "device_traces": []}
+
+
+def _dump_snapshot(filename="dump_snapshot.pickle"):
+    import pickle
+
+    with open(filename, "wb") as f:
+        pickle.dump(_snapshot(), f)
+
+
+def _set_allocator_settings(env):
+    pass

@@ -1,0 +1,124 @@
+"""RNG (torch_musa/core/random.py): per-device generators, seeded lazily."""
+
+import contextlib
+import warnings
+
+import torch
+
+import torch_musa
+
+from ._lazy_init import _lazy_call, _lazy_init
+
+__all__ = [
+    "get_rng_state", "get_rng_state_all", "set_rng_state", "set_rng_state_all", "manual_seed",
+    "manual_seed_all", "seed", "seed_all", "initial_seed", "fork_rng",
+]
+
+
+def _index(device):
+    if isinstance(device, str):
+        device = torch.device(device)
+    elif isinstance(device, int):
+        device = torch.device("musa", device)
+    idx = device.index
+    if idx is None:
+        idx = torch_musa.current_device()
+    return idx
+
+
+def get_rng_state(device="musa"):
+    _lazy_init()
+    return torch_musa.default_generators[_index(device)].get_state()
+
+
+def get_rng_state_all():
+    return [get_rng_state(i) for i in range(torch_musa.device_count())]
+
+
+def set_rng_state(new_state, device="musa"):
+    with torch._C._DisableFuncTorch():
+        new_state_copy = new_state.clone(memory_format=torch.contiguous_format)
+
+    def cb():
+        torch_musa.default_generators[_index(device)].set_state(new_state_copy)
+
+    _lazy_call(cb)
+
+
+def set_rng_state_all(new_states):
+    for i, state in enumerate(new_states):
+        set_rng_state(state, i)
+
+
+def manual_seed(seed):
+    seed = int(seed)
+
+    def cb():
+        torch_musa.default_generators[torch_musa.current_device()].manual_seed(seed)
+
+    _lazy_call(cb, seed=True)
+
+
+def manual_seed_all(seed):
+    seed = int(seed)
+
+    def cb():
+        for gen in torch_musa.default_generators:
+            gen.manual_seed(seed)
+
+    _lazy_call(cb, seed_all=True)
+
+
+def seed():
+    def cb():
+        torch_musa.default_generators[torch_musa.current_device()].seed()
+
+    _lazy_call(cb)
+
+
+def seed_all():
+    def cb():
+        random_seed = 0
+        seeded = False
+        for gen in torch_musa.default_generators:
+            if not seeded:
+                gen.seed()
+                random_seed = gen.initial_seed()
+                seeded = True
+            else:
+                gen.manual_seed(random_seed)
+
+    _lazy_call(cb)
+
+
+def initial_seed():
+    _lazy_init()
+    return torch_musa.default_generators[torch_musa.current_device()].initial_seed()
+
+
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices", device_type="musa"):
+    device_mod = getattr(torch, device_type, None)
+    if device_mod is None:
+        raise RuntimeError(f"torch has no module of `{device_type}`, you should register a module")
+    if not enabled:
+        yield
+        return
+    if devices is None:
+        num_devices = device_mod.device_count()
+        if num_devices > 1:
+            warnings.warn(
+                f"{device_type.upper()} reports that you have {num_devices} available devices, and "
+                f"you have used {_caller} without explicitly specifying which devices are being used."
+            )
+        devices = list(range(min(num_devices, 1)))
+    else:
+        devices = list(devices)
+    cpu_rng_state = torch.get_rng_state()
+    device_rng_states = [device_mod.get_rng_state(d) for d in devices]
+    try:
+        yield
+    finally:
+        torch.set_rng_state(cpu_rng_state)
+        for d, state in zip(devices, device_rng_states):
+            device_mod.set_rng_state(state, d)

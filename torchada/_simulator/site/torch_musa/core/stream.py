@@ -1,0 +1,190 @@
+"""Streams and events (torch_musa/core/stream.py). The simulator runs everything synchronously."""
+
+import ctypes
+
+import torch
+
+import torch_musa
+from torch_musa._MUSAC import _MusaEventBase, _MusaStreamBase
+
+from ._lazy_init import _lazy_init
+from ._utils import _get_musa_device_index
+
+
+class Stream(_MusaStreamBase):
+    def __new__(cls, device=None, priority=0, **kwargs):
+        if kwargs.get("stream_ptr") is not None and priority != 0:
+            raise RuntimeError("priority must be 0 when stream_ptr is given")
+        if "stream_id" in kwargs:
+            return super().__new__(cls, **kwargs)
+        _lazy_init()
+        idx = _get_musa_device_index(device, optional=True)
+        return super().__new__(cls, device=torch.device("musa", idx), priority=priority)
+
+    def __init__(self, device=None, priority=0, **kwargs):
+        self.priority = priority
+
+    @property
+    def musa_stream(self):
+        return self.stream_id
+
+    def wait_event(self, event):
+        event.wait(self)
+
+    def wait_stream(self, stream):
+        self.wait_event(stream.record_event())
+
+    def record_event(self, event=None):
+        if event is None:
+            event = Event()
+        event.record(self)
+        return event
+
+    def query(self):
+        return True
+
+    def synchronize(self):
+        pass
+
+    @staticmethod
+    def priority_range():
+        return (0, -1)
+
+    @property
+    def _as_parameter_(self):
+        return ctypes.c_void_p(self.musa_stream)
+
+    def __eq__(self, o):
+        if isinstance(o, Stream):
+            return self.musa_stream == o.musa_stream and self.device == o.device
+        return False
+
+    def __hash__(self):
+        return hash((self.musa_stream, self.device))
+
+    def __repr__(self):
+        return f"torch_musa.Stream device={self.device} musa_stream={self.musa_stream:#x}"
+
+
+class ExternalStream(Stream):
+    def __new__(cls, stream_ptr, device=None, **kwargs):
+        with torch_musa.device(device):
+            idx = torch_musa.current_device()
+        return _MusaStreamBase.__new__(
+            cls, stream_id=int(stream_ptr), device_index=idx, device_type=_MUSA_TYPE
+        )
+
+
+_MUSA_TYPE = 20  # c10::DeviceType::PrivateUse1
+
+
+class Event(_MusaEventBase):
+    def __new__(cls, enable_timing=False, blocking=False, interprocess=False):
+        return super().__new__(
+            cls, device="musa", enable_timing=enable_timing, blocking=blocking, interprocess=interprocess
+        )
+
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+        self._recorded = False
+
+    @classmethod
+    def from_ipc_handle(cls, device, handle):
+        raise RuntimeError("MUSA IPC event handles are not supported by the simulator")
+
+    def record(self, stream=None):
+        if stream is None:
+            stream = current_stream()
+        super().record(stream)
+        self._recorded = True
+
+    def wait(self, stream=None):
+        if stream is None:
+            stream = current_stream()
+        super().wait(stream)
+
+    def query(self):
+        return super().query()
+
+    def elapsed_time(self, end_event):
+        return torch_musa._MUSAC._musa_elapsedTime(self.event_id, end_event.event_id)
+
+    def synchronize(self):
+        super().synchronize()
+
+    def ipc_handle(self):
+        raise RuntimeError("MUSA IPC event handles are not supported by the simulator")
+
+    @property
+    def musa_event(self):
+        return self.event_id
+
+    @property
+    def _as_parameter_(self):
+        return ctypes.c_void_p(self.musa_event)
+
+    def __repr__(self):
+        if self._recorded:
+            return f"<torch_musa.Event {self.musa_event:#x}>"
+        return "<torch_musa.Event uninitialized>"
+
+
+def _stream_from_tuple(t):
+    stream_id, device_index, device_type = t
+    return Stream(stream_id=stream_id, device_index=device_index, device_type=device_type)
+
+
+def current_stream(device=None):
+    _lazy_init()
+    idx = _get_musa_device_index(device, optional=True)
+    return _stream_from_tuple(torch_musa._MUSAC._musa_getCurrentStream(idx))
+
+
+def default_stream(device=None):
+    _lazy_init()
+    idx = _get_musa_device_index(device, optional=True)
+    return Stream(stream_id=0, device_index=idx, device_type=_MUSA_TYPE)
+
+
+def _set_stream_by_id(stream_id, device_index, device_type):
+    torch_musa._MUSAC._musa_setStream(stream_id, device_index, device_type)
+
+
+def set_stream(stream):
+    if stream is None:
+        return
+    _lazy_init()
+    _set_stream_by_id(stream.stream_id, stream.device_index, stream.device_type)
+
+
+class StreamContext:
+    cur_stream = None
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.idx = _get_musa_device_index(None, True)
+        if not torch.jit.is_scripting() and self.idx is None:
+            self.idx = -1
+        self.src_prev_stream = None
+        self.dst_prev_stream = None
+
+    def __enter__(self):
+        cur_stream = self.stream
+        if cur_stream is None or self.idx == -1:
+            return
+        self.src_prev_stream = current_stream(None)
+        if self.src_prev_stream.device != cur_stream.device:
+            with torch_musa.device(cur_stream.device):
+                self.dst_prev_stream = current_stream(cur_stream.device)
+        set_stream(cur_stream)
+
+    def __exit__(self, type, value, traceback):
+        cur_stream = self.stream
+        if cur_stream is None or self.idx == -1:
+            return
+        if self.src_prev_stream.device != cur_stream.device:
+            set_stream(self.dst_prev_stream)
+        set_stream(self.src_prev_stream)
+
+
+def stream(stream):
+    return StreamContext(stream)
