@@ -457,6 +457,8 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
                           std::optional<at::MemoryFormat> memory_format) {
   auto* impl = self.unsafeGetTensorImpl();
+  // Same shape: keep the strides (the fallback resizes strided views it writes back into).
+  if (self.sizes() == size && !memory_format) return self;
   impl->set_sizes_contiguous(size);
   auto needed = at::detail::computeStorageNbytesContiguous(size, self.dtype().itemsize(),
                                                            impl->storage_offset());
@@ -583,6 +585,15 @@ void sim_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& args = op.schema().arguments();
   const size_t n = args.size();
   const size_t base = stack->size() - n;
+  // Without an explicit generator, draw from the default generator of the tensors' device.
+  c10::DeviceIndex gen_device = t_current_device;
+  for (size_t i = 0; i < n; ++i) {
+    const auto& iv = (*stack)[base + i];
+    if (iv.isTensor() && iv.toTensor().defined() && iv.toTensor().device().type() == kMusa) {
+      gen_device = iv.toTensor().device().index();
+      break;
+    }
+  }
   for (size_t i = 0; i < n; ++i) {
     const auto& type = args[i].type();
     bool is_gen = type->kind() == c10::TypeKind::GeneratorType;
@@ -599,7 +610,7 @@ void sim_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       }
     } else if (iv.isNone()) {
       iv = c10::IValue(
-          static_cast<SimGenerator*>(default_generator(t_current_device).unsafeGetGeneratorImpl())
+          static_cast<SimGenerator*>(default_generator(gen_device).unsafeGetGeneratorImpl())
               ->cpu);
     }
   }
@@ -638,6 +649,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("convolution_backward_overrideable", convolution_backward_overrideable);
   m.impl("_thnn_fused_lstm_cell", fused_lstm_cell);
   m.impl("_thnn_fused_lstm_cell_backward_impl", fused_lstm_cell_backward_impl);
+}
+
+// Ops whose composite kernel would call an out= variant with a wrongly shaped output: run the whole
+// functional op through the fallback instead (as a real backend's own kernel would).
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("mse_loss", torch::CppFunction::makeFromBoxedFunction<&sim_fallback>());
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
