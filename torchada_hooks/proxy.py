@@ -1,0 +1,275 @@
+"""Proxy modules: module objects whose attributes are resolved lazily by a callable.
+
+A :class:`ProxyModule` is a real :class:`types.ModuleType` (a subclass), so it can sit in
+``sys.modules`` and pass every ``isinstance(m, types.ModuleType)`` check. Attribute lookups that
+miss the module ``__dict__`` fall through to a PEP 562 ``__getattr__`` stored *in* that dict; it asks
+the resolver and caches the answer in the dict, so every later lookup of that name is an ordinary
+module attribute hit that never reaches Python code again.
+
+The module also carries its own :class:`~importlib.machinery.ModuleSpec`, whose loader
+(:class:`ProxyLoader`) hands out the already existing proxy instead of creating a module.
+"""
+
+from __future__ import annotations
+
+import threading
+import types
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from importlib.machinery import ModuleSpec
+from typing import Any
+
+__all__ = ["ProxyLoader", "ProxyModule", "is_sealed", "proxy_spec", "seal"]
+
+Resolver = Callable[[str], Any]
+NamesProvider = Callable[[], Iterable[str]]
+
+# The import system owns these; letting callers pre-set them would produce a spec that lies.
+_RESERVED_ATTRS = frozenset(
+    {"__name__", "__spec__", "__loader__", "__package__", "__getattr__", "__dir__"}
+)
+
+_UNSET: Any = object()
+
+
+class _Resolution:
+    """Per-proxy lazy-resolution state.
+
+    Kept out of the module namespace (it lives in a slot of the proxy) so no name of the target can
+    be shadowed by our bookkeeping. Its bound ``getattr``/``dir`` methods are what the proxy stores
+    as the PEP 562 ``__getattr__``/``__dir__`` hooks.
+    """
+
+    __slots__ = (
+        "fresh",
+        "locks",
+        "module",
+        "name",
+        "names",
+        "namespace",
+        "resolved",
+        "resolver",
+        "resolving",
+        "spec",
+    )
+
+    def __init__(
+        self,
+        module: ProxyModule,
+        spec: ModuleSpec,
+        resolver: Resolver,
+        names: NamesProvider | None,
+    ) -> None:
+        self.module = module
+        self.name: str = module.__name__
+        self.namespace: dict[str, Any] = module.__dict__
+        self.spec = spec
+        self.resolver = resolver
+        self.names = names
+        # One lock per attribute name: a slow resolution of one name (which may import modules and
+        # so take import locks) never blocks first access to another name. A single proxy-wide
+        # lock could deadlock against a thread that holds an import lock and touches a new name.
+        self.locks: dict[str, threading.RLock] = {}
+        self.resolving: set[str] = set()
+        # Names whose value came from the resolver; reload forgets exactly these.
+        self.resolved: set[str] = set()
+        # Set by ProxyLoader.create_module so the following exec_module knows it is not a reload.
+        self.fresh = False
+
+    def missing(self, attr: str, detail: str = "") -> AttributeError:
+        message = f"module {self.name!r} has no attribute {attr!r}"
+        if detail:
+            message = f"{message}: {detail}"
+        err = AttributeError(message)
+        # Same fields CPython fills in; they drive the "Did you mean ...?" hint (via dir()).
+        err.name = attr
+        err.obj = self.module
+        return err
+
+    def getattr(self, attr: str) -> Any:
+        # Import machinery and tools probe dunders (__path__, __file__, __wrapped__, ...). They
+        # are never forwarded: pre-set them through ``attrs`` instead.
+        # Kept lean: every ``from proxy import X`` probes ``__path__`` and lands here.
+        if len(attr) > 4 and attr[:2] == "__" and attr[-2:] == "__":
+            raise AttributeError(f"module {self.name!r} has no attribute {attr!r}")
+        lock = self.locks.get(attr)
+        if lock is None:
+            lock = self.locks.setdefault(attr, threading.RLock())
+        with lock:
+            # Another thread may have published the value while we waited for the lock.
+            value = self.namespace.get(attr, _UNSET)
+            if value is not _UNSET:
+                return value
+            if attr in self.resolving:
+                # Only the thread holding the lock can get here, so this is the resolver asking
+                # for the name it is resolving.
+                raise self.missing(attr, "circular resolution (the resolver asked for it)")
+            self.resolving.add(attr)
+            try:
+                value = self.resolver(attr)
+            except AttributeError as exc:
+                raise self.missing(attr, str(exc)) from exc
+            finally:
+                self.resolving.discard(attr)
+            # setdefault: an explicit assignment made while the resolver ran wins over its result.
+            stored = self.namespace.setdefault(attr, value)
+            if stored is value:
+                self.resolved.add(attr)
+        # Later lookups hit the namespace and never come here, so the lock can go. A failed name
+        # keeps its lock: retries of it then stay serialised on one lock.
+        self.locks.pop(attr, None)
+        return stored
+
+    def dir(self) -> list[str]:
+        names = set(self.namespace)
+        if self.names is not None:
+            names.update(self.names())
+        return sorted(names)
+
+    def forget_resolved(self) -> None:
+        for attr in self.resolved:
+            self.namespace.pop(attr, None)
+        self.resolved.clear()
+
+
+class ProxyModule(types.ModuleType):
+    """A module whose attributes come lazily from ``resolver(name)``.
+
+    Args:
+        name: full module name, e.g. ``"pkg.sub"``.
+        resolver: called with an attribute name on the first access of that name; returns the
+            value or raises :class:`AttributeError` (its message is kept in the error the proxy
+            raises). It runs at most once per name as long as it succeeds; the result is cached in
+            the module ``__dict__``. Dunder names are never passed to it.
+        names: optional callable returning the names to advertise in ``dir()`` (merged with the
+            names already in the module ``__dict__``).
+        attrs: attributes to pre-set, e.g. ``__file__``, ``__doc__``, ``__all__`` or ``__path__``
+            (the latter only with ``is_package=True``). They are never re-resolved.
+        is_package: give the proxy a ``__path__`` (``[]`` unless ``attrs`` supplies one) so that
+            registered child proxies can be imported below it.
+
+    The class defines no public methods on purpose: any method name would shadow the target
+    attribute of the same name. Everything else lives in private slots or module-level helpers.
+    """
+
+    # No __slots__: a sealed proxy becomes a plain ``types.ModuleType``, which requires the same
+    # object layout. Per-proxy state lives in ``_STATES`` instead.
+
+    def __init__(
+        self,
+        name: str,
+        resolver: Resolver,
+        *,
+        names: NamesProvider | None = None,
+        attrs: Mapping[str, Any] | None = None,
+        is_package: bool = False,
+    ) -> None:
+        super().__init__(name)
+        if not callable(resolver):
+            raise TypeError(f"resolver must be callable, got {resolver!r}")
+        if names is not None and not callable(names):
+            raise TypeError(f"names must be a callable returning names, got {names!r}")
+        attrs = dict(attrs or {})
+        reserved = _RESERVED_ATTRS.intersection(attrs)
+        if reserved:
+            raise ValueError(f"cannot pre-set import-system attributes {sorted(reserved)}")
+        if "__path__" in attrs and not is_package:
+            raise ValueError("__path__ given for a proxy that is not a package (is_package=False)")
+
+        spec = ModuleSpec(name, _LOADER, loader_state=self, is_package=is_package)
+        # The import statement checks this flag on every ``import``/``from ... import`` of a
+        # module in sys.modules; a spec without it takes a slow failed-lookup path each time.
+        # The import system sets it to False after loading; proxies swapped in never get there.
+        spec._initializing = False
+        namespace = self.__dict__
+        if is_package:
+            path = list(attrs.pop("__path__", []))
+            spec.submodule_search_locations = path
+            namespace["__path__"] = path
+        resolution = _Resolution(self, spec, resolver, names)
+        _STATES[self] = resolution
+        namespace["__spec__"] = spec
+        namespace["__loader__"] = _LOADER
+        namespace["__package__"] = spec.parent
+        namespace["__getattr__"] = resolution.getattr
+        namespace["__dir__"] = resolution.dir
+        namespace.update(attrs)
+
+    def __repr__(self) -> str:
+        return f"<module {self.__dict__.get('__name__', '?')!r} (proxy)>"
+
+
+_STATES: "weakref.WeakKeyDictionary[types.ModuleType, _Resolution]" = weakref.WeakKeyDictionary()
+
+
+def _resolution(module: types.ModuleType) -> _Resolution:
+    try:
+        return _STATES[module]
+    except KeyError:
+        raise TypeError(f"expected a proxy module, got {module!r}") from None
+
+
+def proxy_spec(module: types.ModuleType) -> ModuleSpec:
+    """Return the spec a proxy was created with (``__spec__`` may have been replaced by users)."""
+    return _resolution(module).spec
+
+
+def is_sealed(module: types.ModuleType) -> bool:
+    return module in _STATES and type(module) is types.ModuleType
+
+
+def seal(module: ProxyModule, names: Iterable[str]) -> list[str]:
+    """Resolve ``names`` now and turn the proxy into a plain :class:`types.ModuleType`.
+
+    CPython only takes its fast attribute path on exact module objects with no ``__getattr__``
+    in their namespace; a sealed proxy is one, so every attribute read costs what it costs on any
+    module. The price: names not resolved here no longer resolve later (they raise the usual
+    AttributeError). Returns the names that could not be resolved. Reload of a sealed proxy keeps
+    its values.
+    """
+    resolution = _resolution(module)
+    missing = []
+    for name in names:
+        if name in resolution.namespace:
+            continue
+        try:
+            resolution.getattr(name)
+        except AttributeError:
+            missing.append(name)
+    resolution.namespace.pop("__getattr__", None)
+    module.__class__ = types.ModuleType
+    return missing
+
+
+class ProxyLoader:
+    """Loader for proxy specs: the module already exists, so loading hands it out.
+
+    ``exec_module`` right after ``create_module`` is a no-op (first import). Any other
+    ``exec_module`` comes from :func:`importlib.reload`; it forgets every resolved attribute so the
+    next access resolves it again. Pre-set attributes, attributes assigned by users and child
+    modules bound by the import system are kept, and the proxy object stays the same.
+    """
+
+    def create_module(self, spec: ModuleSpec) -> ProxyModule:
+        module = spec.loader_state
+        if module not in _STATES:
+            raise TypeError(f"spec for {spec.name!r} does not carry a proxy module")
+        _resolution(module).fresh = True
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        if module not in _STATES:
+            raise TypeError(f"{type(self).__name__} can only execute proxy modules, got {module!r}")
+        resolution = _resolution(module)
+        if resolution.fresh:
+            resolution.fresh = False
+            return
+        if is_sealed(module):
+            return  # nothing can be re-resolved without __getattr__: keep the values
+        resolution.forget_resolved()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}>"
+
+
+_LOADER = ProxyLoader()

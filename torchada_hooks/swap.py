@@ -1,0 +1,131 @@
+"""Recorded swaps of ``sys.modules`` entries and parent-package attributes, and their undo.
+
+A module ``a.b`` is reachable three ways: ``sys.modules["a.b"]``, the attribute ``b`` of
+``sys.modules["a"]`` (what ``import a.b; a.b.X`` walks) and ``from a.b import X`` (which reads
+``sys.modules``). Replacing only one of them makes the spellings disagree, so a swap always moves
+both together and remembers what was there before, so it can put it back exactly.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from types import ModuleType
+from typing import Any
+
+__all__ = ["SwapLedger"]
+
+logger = logging.getLogger("torchada")
+
+# Marks "there was no entry/attribute"; undo then deletes instead of assigning.
+_MISSING: Any = object()
+
+
+def _peek(obj: object, attr: str) -> Any:
+    # Read the instance dict directly: getattr could run a lazy module __getattr__ (a proxy
+    # resolver, or a package's own PEP 562 hook) just to find out what is there.
+    try:
+        return vars(obj).get(attr, _MISSING)
+    except TypeError:
+        return getattr(obj, attr, _MISSING)
+
+
+def _put(obj: object, attr: str, value: Any) -> None:
+    if value is _MISSING:
+        try:
+            delattr(obj, attr)
+        except AttributeError:
+            pass
+    else:
+        setattr(obj, attr, value)
+
+
+class _Swap:
+    __slots__ = ("name", "original", "parent", "parent_value", "proxy")
+
+    def __init__(self, name: str, proxy: ModuleType, original: Any) -> None:
+        self.name = name
+        self.proxy = proxy
+        self.original = original  # the sys.modules value before, or _MISSING
+        self.parent: object | None = None  # parent module whose attribute was recorded
+        self.parent_value: Any = _MISSING  # that attribute's value before, or _MISSING
+
+
+class SwapLedger:
+    """Applies and undoes proxy swaps, one record per module name."""
+
+    def __init__(self) -> None:
+        self._swaps: dict[str, _Swap] = {}
+
+    def swap_in(self, name: str, proxy: ModuleType) -> bool:
+        """Point ``name`` at ``proxy`` if it is already imported; always record the prior state.
+
+        A name that is not imported yet is left to the finder; the record still remembers the
+        parent attribute so that undo can restore it after the proxy has been imported. Returns
+        whether ``sys.modules`` was changed.
+        """
+        if name in self._swaps:
+            return False
+        current = sys.modules.get(name, _MISSING)
+        swap = _Swap(name, proxy, _MISSING if current is proxy else current)
+        self._swaps[name] = swap
+        swapped = current is not _MISSING and current is not proxy
+        if swapped:
+            sys.modules[name] = proxy
+            logger.debug("swapped sys.modules[%r] to its proxy", name)
+        self._attach(swap)
+        return swapped
+
+    def reseat(self, name: str) -> None:
+        """Move the parent-attribute part of a swap onto the current ``sys.modules`` parent.
+
+        Needed when the parent entry itself was swapped or restored after this name was.
+        """
+        swap = self._swaps.get(name)
+        if swap is not None:
+            self._detach(swap)
+            self._attach(swap)
+
+    def undo(self, name: str) -> None:
+        """Restore what :meth:`swap_in` recorded for ``name``; entries others replaced stay."""
+        swap = self._swaps.pop(name, None)
+        if swap is None:
+            return
+        self._detach(swap)
+        current = sys.modules.get(name, _MISSING)
+        if current is swap.proxy or current is _MISSING:
+            if swap.original is _MISSING:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = swap.original
+        else:
+            logger.debug("sys.modules[%r] was replaced by someone else; leaving it", name)
+
+    def undo_all(self) -> None:
+        # Children first, so each child is detached from its proxied parent before the parent
+        # itself is restored.
+        for name in sorted(self._swaps, reverse=True):
+            self.undo(name)
+
+    def _attach(self, swap: _Swap) -> None:
+        parent_name, _, child = swap.name.rpartition(".")
+        parent = sys.modules.get(parent_name) if parent_name else None
+        swap.parent = parent
+        swap.parent_value = _MISSING if parent is None else _peek(parent, child)
+        if parent is not None and sys.modules.get(swap.name) is swap.proxy:
+            setattr(parent, child, swap.proxy)
+
+    def _detach(self, swap: _Swap) -> None:
+        parent_name, _, child = swap.name.rpartition(".")
+        if not parent_name:
+            return
+        recorded = swap.parent
+        current = sys.modules.get(parent_name)
+        if recorded is not None and _peek(recorded, child) is swap.proxy:
+            _put(recorded, child, swap.parent_value)
+        # A parent imported after the swap got the attribute from the import system; it had no
+        # earlier value, so the attribute goes away with the proxy.
+        if current is not None and current is not recorded and _peek(current, child) is swap.proxy:
+            _put(current, child, _MISSING)
+        swap.parent = None
+        swap.parent_value = _MISSING
