@@ -1,0 +1,68 @@
+"""torchada: run CUDA-written PyTorch programs unchanged on Moore Threads GPUs (torch_musa).
+
+``import torchada`` at the top of a program installs the redirects when the program runs on MUSA
+(and does nothing on CUDA or CPU machines); ``python -m torchada.run script.py`` does the same with
+no code change. ``torchada.disable()`` undoes everything; ``TORCHADA_DISABLE=1`` keeps it off.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ._activation import disable, enable, is_enabled
+from ._platform import (
+    Platform,
+    cuda_home,
+    detect_platform,
+    is_cpu_platform,
+    is_cuda_platform,
+    is_gpu_device,
+    is_musa_platform,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CUDA_HOME",
+    "Platform",
+    "__version__",
+    "detect_platform",
+    "disable",
+    "enable",
+    "is_cpu_platform",
+    "is_cuda_platform",
+    "is_enabled",
+    "is_gpu_device",
+    "is_musa_platform",
+]
+
+
+def __getattr__(name: str):
+    # Computed on first use: resolving it may import torch's cpp_extension on CUDA machines.
+    if name == "CUDA_HOME":
+        value = cuda_home()
+        globals()["CUDA_HOME"] = value
+        return value
+    # Submodules loaded before this package object existed (see _autoload) are still ours.
+    module = sys.modules.get(f"{__name__}.{name}")
+    if module is not None:
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'torchada' has no attribute {name!r}")
+
+
+def _imported_by_torch_autoload() -> bool:
+    # torch imports our `torch.backends` entry point while `import torch` runs; that import must not
+    # activate anything by itself (the entry point decides from the environment).
+    frame = sys._getframe(1)
+    for _ in range(32):
+        if frame is None:
+            return False
+        if frame.f_code.co_name == "_import_device_backends":
+            return True
+        frame = frame.f_back
+    return False
+
+
+if not _imported_by_torch_autoload():
+    enable()

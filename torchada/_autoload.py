@@ -1,8 +1,9 @@
 """The ``torch.backends`` entry point: runs at the end of every ``import torch``.
 
-It must cost nothing unless asked: two environment lookups, then return. When simulation was asked
-for (``TORCHADA_SIMULATE=1``) it brings the simulated torch_musa in, as the real torch_musa's own
-entry point does.
+It costs two environment lookups unless asked for something: ``TORCHADA_SIMULATE=1`` brings the
+simulated torch_musa in (as the real torch_musa's own entry point does); ``TORCHADA_ACTIVE=1`` (set
+by ``import torchada`` and the runner, so inherited by torchrun workers, spawned processes and
+DataLoader workers) turns torchada on in this process too.
 """
 
 from __future__ import annotations
@@ -10,11 +11,26 @@ from __future__ import annotations
 import os
 
 
-def autoload() -> None:
-    if os.environ.get("TORCHADA_DISABLE", "") not in ("", "0"):
-        return
-    if os.environ.get("TORCHADA_SIMULATE", "").strip().lower() in ("1", "true", "yes", "on"):
-        from torchada import _simulator
+def _truthy(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
-        if _simulator.real_torch_musa_spec() is None:
-            _simulator.activate()
+
+def autoload() -> None:
+    if _truthy("TORCHADA_DISABLE"):
+        return
+    simulate = _truthy("TORCHADA_SIMULATE")
+    active = _truthy("TORCHADA_ACTIVE")
+    if not (simulate or active):
+        return
+    import sys
+
+    from torchada import _activation, _simulator
+
+    if simulate and _simulator.real_torch_musa_spec() is None:
+        _simulator.activate()
+    if active:
+        _activation.enable()
+    else:
+        # Simulation only: forget the package object (its submodules stay loaded) so that a later
+        # `import torchada` in the program runs the package again and turns torchada on.
+        sys.modules.pop("torchada", None)

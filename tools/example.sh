@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The main job: an unmodified CUDA-written training script run on the simulated MUSA device.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$here/bootstrap.sh"
+cd "$here/.."
+exec python -m torchada.run --simulate examples/train_cuda.py "$@"

@@ -1,0 +1,146 @@
+"""Turning torchada on and off: the import hooks, the attribute patches, and the environment that
+child processes inherit. Everything done here is recorded and undone by :func:`disable`."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+import threading
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from torchada_hooks import ImportHooks, seal
+
+logger = logging.getLogger("torchada")
+
+ACTIVE_ENV = "TORCHADA_ACTIVE"
+DISABLE_ENV = "TORCHADA_DISABLE"
+
+_lock = threading.RLock()
+_hooks: Optional[ImportHooks] = None
+_undo: List[Callable[[], None]] = []
+_enabled = False
+
+
+def _truthy(value: "str | None") -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def kill_switch() -> bool:
+    """``TORCHADA_DISABLE=1``: torchada installs nothing at all, whatever else asks."""
+    return _truthy(os.environ.get(DISABLE_ENV))
+
+
+def is_enabled() -> bool:
+    return _enabled
+
+
+def _set_attr(obj: Any, name: str, value: Any) -> None:
+    missing = object()
+    old = obj.__dict__.get(name, missing) if isinstance(obj, type) else getattr(obj, name, missing)
+    setattr(obj, name, value)
+
+    def restore() -> None:
+        if old is missing:
+            delattr(obj, name)
+        else:
+            setattr(obj, name, old)
+
+    _undo.append(restore)
+
+
+def _set_env(name: str, value: str) -> None:
+    old = os.environ.get(name)
+    os.environ[name] = value
+
+    def restore() -> None:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
+
+    _undo.append(restore)
+
+
+def _patch_musa_classes(torch_musa: Any) -> None:
+    # CUDA code reads .cuda_stream / .cuda_event; torch_musa names them musa_*.
+    _set_attr(torch_musa.Stream, "cuda_stream", property(lambda s: s.musa_stream))
+    _set_attr(torch_musa.Event, "cuda_event", property(lambda e: e.musa_event))
+
+
+def enable(simulate: Optional[bool] = None) -> bool:
+    """Install torchada's redirects when running on MUSA. Returns whether anything was installed.
+
+    On CUDA and CPU platforms this is a no-op (and costs nothing). ``simulate=True`` (or
+    ``TORCHADA_SIMULATE=1``) first activates the bundled torch_musa simulator.
+    """
+    global _hooks, _enabled
+    with _lock:
+        if _enabled:
+            return True
+        if kill_switch():
+            logger.debug("torchada disabled by %s", DISABLE_ENV)
+            return False
+        from . import _platform, _simulator
+
+        if simulate or (simulate is None and _simulator.requested()):
+            _simulator.activate()
+            _platform.detect_platform.cache_clear()
+        if not _platform.is_musa_platform():
+            return False
+        import torch  # noqa: F401
+        import torch_musa
+
+        from ._redirect import Redirector, load_table
+
+        table = load_table()
+        originals: Dict[str, Any] = {}
+        for name in table:
+            try:
+                originals[name] = importlib.import_module(name)
+            except ImportError:
+                originals[name] = None
+        hooks = ImportHooks()
+        redirector = Redirector(originals, {})
+        for name in table:
+            hooks.register(name, redirector.build(name))
+        hooks.install()
+        # Sealed proxies are plain modules: a cached torch.cuda.X costs what torch.musa.X costs.
+        for name, proxy in hooks.proxies().items():
+            unresolved = seal(proxy, redirector.all_names(name))
+            if unresolved:
+                logger.debug("%s: left unresolved: %s", name, ", ".join(unresolved))
+        _hooks = hooks
+        _undo.append(hooks.uninstall)
+        _patch_musa_classes(torch_musa)
+        _set_env(ACTIVE_ENV, "1")
+        _enabled = True
+        logger.debug("torchada enabled: %d modules redirected", len(table))
+        return True
+
+
+def disable() -> None:
+    """Undo everything :func:`enable` did: modules, attributes and environment."""
+    global _hooks, _enabled
+    with _lock:
+        while _undo:
+            _undo.pop()()
+        _hooks = None
+        _enabled = False
+
+
+def installed_proxies() -> Dict[str, Any]:
+    return dict(_hooks.proxies()) if _hooks is not None else {}
+
+
+def snapshot_state() -> Tuple[Dict[str, int], Dict[str, int]]:
+    """Identities of ``sys.modules`` and of torch's CUDA-related attributes (for undo tests)."""
+    modules = {k: id(v) for k, v in sys.modules.items()}
+    attrs: Dict[str, int] = {}
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        attrs["torch.cuda"] = id(getattr(torch, "cuda", None))
+        for sub in ("amp", "graphs", "memory", "streams", "random", "nvtx", "profiler", "nccl"):
+            attrs[f"torch.cuda.{sub}"] = id(getattr(sys.modules.get("torch.cuda"), sub, None))
+    return modules, attrs

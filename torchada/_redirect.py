@@ -1,0 +1,203 @@
+"""Builds the ``torch.cuda`` proxies from the registry (tables/torch_cuda.json).
+
+A name resolves, in order: its registry entry (renamed, filled, unsupported, original, submodule);
+the same name on the MUSA module; for private names, torch's own ``torch.cuda`` attribute. A public
+name found nowhere raises an AttributeError that says torch_musa lacks it.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import logging
+import os
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable, Dict, Optional
+
+from torchada_hooks import ProxyModule
+
+from . import _ledger
+
+logger = logging.getLogger("torchada")
+
+TABLE_PATH = Path(__file__).resolve().parent / "tables" / "torch_cuda.json"
+
+
+class UnsupportedCUDAAPIError(NotImplementedError):
+    """A CUDA API with no MUSA counterpart: the message says why and what to use instead."""
+
+
+class UnsupportedCUDAAttributeError(AttributeError):
+    pass
+
+
+@functools.lru_cache(maxsize=1)
+def load_table() -> Dict[str, Any]:
+    with open(TABLE_PATH, encoding="utf-8") as fh:
+        return json.load(fh)["modules"]
+
+
+def _import_ref(ref: str) -> Any:
+    """``"pkg.mod:attr"`` -> the attribute; ``"attr"`` is looked up by the caller."""
+    module_name, _, attr = ref.partition(":")
+    module = importlib.import_module(module_name)
+    return getattr(module, attr) if attr else module
+
+
+def _unsupported_message(api: str, why: str, instead: str) -> str:
+    return f"{api} is unsupported on MUSA: {why}. Instead, {instead}."
+
+
+def _unsupported_callable(api: str, why: str, instead: str, as_class: bool = False) -> Callable:
+    message = _unsupported_message(api, why, instead)
+    if as_class:
+        # A class stays a class (isinstance checks answer False) but cannot be instantiated.
+        def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+            _ledger.record(api, "unsupported")
+            raise UnsupportedCUDAAPIError(message)
+
+        return type(api.rsplit(".", 1)[-1], (), {"__new__": __new__, "__doc__": message,
+                                                 "__torchada_unsupported__": message})
+
+    def unsupported(*args: Any, **kwargs: Any) -> Any:
+        _ledger.record(api, "unsupported")
+        raise UnsupportedCUDAAPIError(message)
+
+    unsupported.__name__ = api.rsplit(".", 1)[-1]
+    unsupported.__qualname__ = unsupported.__name__
+    unsupported.__doc__ = message
+    unsupported.__torchada_unsupported__ = message
+    return unsupported
+
+
+def _force_cuda_available() -> bool:
+    return os.environ.get("TORCHADA_FORCE_CUDA_AVAILABLE", "").strip().lower() in (
+        "1", "true", "yes", "on",
+    )
+
+
+class Redirector:
+    """Makes one resolver per proxied module; holds the originals it falls back to."""
+
+    def __init__(self, originals: Dict[str, Optional[ModuleType]], proxies: Dict[str, ProxyModule]):
+        self.table = load_table()
+        self.originals = originals
+        self.proxies = proxies
+
+    def _target(self, module_name: str) -> Optional[ModuleType]:
+        target = self.table[module_name]["target"]
+        return importlib.import_module(target) if target else None
+
+    def resolve(self, module_name: str, attr: str) -> Any:
+        spec = self.table[module_name]
+        api = f"{module_name}.{attr}"
+        entry = spec["names"].get(attr)
+        if entry is not None:
+            return self._resolve_entry(module_name, attr, entry)
+        if spec["target"] is None:
+            why, instead = spec["unsupported"]
+            if attr.startswith("_"):
+                raise AttributeError(f"module {module_name!r} has no attribute {attr!r}")
+            original = self.originals.get(module_name)
+            if original is not None and hasattr(original, attr):
+                _ledger.note(api, "unsupported")
+                as_class = isinstance(getattr(original, attr), type)
+                return _unsupported_callable(api, why, instead, as_class)
+            raise AttributeError(f"module {module_name!r} has no attribute {attr!r}")
+        target = self._target(module_name)
+        if hasattr(target, attr):
+            _ledger.note(api, "same")
+            return getattr(target, attr)
+        original = self.originals.get(module_name)
+        public_api = getattr(original, "__all__", ()) or ()
+        if original is not None and hasattr(original, attr) and attr not in public_api:
+            # Private helpers and the module's own imports (os, warnings, ...): torch's own.
+            return getattr(original, attr)
+        if original is not None and hasattr(original, attr):
+            _ledger.note(api, "unsupported")
+            raise UnsupportedCUDAAttributeError(
+                f"{api} has no MUSA counterpart: torch_musa lacks it and torchada does not "
+                "fill it yet. Please report it with the program that needs it."
+            )
+        raise AttributeError(f"module {module_name!r} has no attribute {attr!r}")
+
+    def _resolve_entry(self, module_name: str, attr: str, entry: Dict[str, Any]) -> Any:
+        kind = entry["kind"]
+        api = f"{module_name}.{attr}"
+        _ledger.note(api, kind)
+        if kind == "renamed":
+            to = entry["to"]
+            return _import_ref(to) if ":" in to else getattr(self._target(module_name), to)
+        if kind == "filled":
+            if "value" in entry:
+                return entry["value"]
+            impl = _import_ref(entry["impl"])
+            if entry.get("lazy"):
+                import wrapt
+
+                # Computing it would touch the device: defer until the value is really used.
+                return wrapt.LazyObjectProxy(impl)
+            return impl() if entry.get("call") else impl
+        if kind == "original":
+            if attr == "is_available" and _force_cuda_available():
+                return self._target(module_name).is_available
+            return getattr(self.originals[module_name], attr)
+        if kind == "submodule":
+            return importlib.import_module(entry["module"])
+        if kind == "unsupported":
+            original = self.originals.get(module_name)
+            value = getattr(original, attr, None) if original is not None else None
+            if value is not None and not callable(value):
+                raise UnsupportedCUDAAttributeError(
+                    _unsupported_message(api, entry["why"], entry["instead"])
+                )
+            as_class = isinstance(value, type)
+            return _unsupported_callable(api, entry["why"], entry["instead"], as_class)
+        raise ValueError(f"registry entry {api} has unknown kind {kind!r}")
+
+    def names(self, module_name: str) -> Callable[[], list]:
+        def provider() -> list:
+            spec = self.table[module_name]
+            names = set(spec["names"])
+            original = self.originals.get(module_name)
+            if original is not None:
+                names.update(getattr(original, "__all__", ()) or ())
+            if spec["target"]:
+                names.update(n for n in dir(self._target(module_name)) if not n.startswith("__"))
+            return sorted(names)
+
+        return provider
+
+    def all_names(self, module_name: str) -> list:
+        """Every name the proxy should carry once sealed: the provider's names plus torch's own
+        private ones (torch code reads ``torch.cuda._lazy_init`` and friends)."""
+        names = set(self.names(module_name)())
+        original = self.originals.get(module_name)
+        if original is not None:
+            names.update(n for n in vars(original) if not (n.startswith("__") and n.endswith("__")))
+        return sorted(names)
+
+    def build(self, module_name: str) -> ProxyModule:
+        spec = self.table[module_name]
+        original = self.originals.get(module_name)
+        attrs: Dict[str, Any] = {
+            "__doc__": f"{module_name} redirected to MUSA by torchada (see torchada.tables).",
+            "__torchada_original__": original,
+        }
+        if original is not None and getattr(original, "__all__", None) is not None:
+            attrs["__all__"] = list(original.__all__)
+        if original is not None and getattr(original, "__file__", None):
+            attrs["__file__"] = original.__file__
+        if spec["package"]:
+            attrs["__path__"] = list(getattr(original, "__path__", []) or [])
+        proxy = ProxyModule(
+            module_name,
+            functools.partial(self.resolve, module_name),
+            names=self.names(module_name),
+            attrs=attrs,
+            is_package=spec["package"],
+        )
+        self.proxies[module_name] = proxy
+        return proxy
