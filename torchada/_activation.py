@@ -36,37 +36,52 @@ def is_enabled() -> bool:
     return _enabled
 
 
-def _set_attr(obj: Any, name: str, value: Any) -> None:
-    missing = object()
-    old = obj.__dict__.get(name, missing) if isinstance(obj, type) else getattr(obj, name, missing)
-    setattr(obj, name, value)
+class Patcher:
+    """Records every change a subsystem makes so that :func:`disable` can undo it, newest first."""
 
-    def restore() -> None:
-        if old is missing:
-            delattr(obj, name)
+    def set_attr(self, obj: Any, name: str, value: Any) -> None:
+        missing = object()
+        if isinstance(obj, type):
+            old = obj.__dict__.get(name, missing)
         else:
-            setattr(obj, name, old)
+            old = getattr(obj, name, missing)
+        setattr(obj, name, value)
 
-    _undo.append(restore)
+        def restore() -> None:
+            if old is missing:
+                delattr(obj, name)
+            else:
+                setattr(obj, name, old)
+
+        _undo.append(restore)
+
+    def set_env(self, name: str, value: str) -> None:
+        old = os.environ.get(name)
+        os.environ[name] = value
+
+        def restore() -> None:
+            if old is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = old
+
+        _undo.append(restore)
+
+    def on_undo(self, fn: Callable[[], None]) -> None:
+        _undo.append(fn)
 
 
-def _set_env(name: str, value: str) -> None:
-    old = os.environ.get(name)
-    os.environ[name] = value
+_patcher = Patcher()
 
-    def restore() -> None:
-        if old is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = old
-
-    _undo.append(restore)
+# Subsystems installed after the torch.cuda redirects, each ``install(patcher)``; a name is a
+# module of this package. Switched off one by one with TORCHADA_DISABLE_<NAME>=1.
+SUBSYSTEMS: List[str] = []
 
 
 def _patch_musa_classes(torch_musa: Any) -> None:
     # CUDA code reads .cuda_stream / .cuda_event; torch_musa names them musa_*.
-    _set_attr(torch_musa.Stream, "cuda_stream", property(lambda s: s.musa_stream))
-    _set_attr(torch_musa.Event, "cuda_event", property(lambda e: e.musa_event))
+    _patcher.set_attr(torch_musa.Stream, "cuda_stream", property(lambda s: s.musa_stream))
+    _patcher.set_attr(torch_musa.Event, "cuda_event", property(lambda e: e.musa_event))
 
 
 def enable(simulate: Optional[bool] = None) -> bool:
@@ -114,7 +129,12 @@ def enable(simulate: Optional[bool] = None) -> bool:
         _hooks = hooks
         _undo.append(hooks.uninstall)
         _patch_musa_classes(torch_musa)
-        _set_env(ACTIVE_ENV, "1")
+        for name in SUBSYSTEMS:
+            if _truthy(os.environ.get(f"TORCHADA_DISABLE_{name.upper()}")):
+                logger.debug("torchada subsystem %s disabled by the environment", name)
+                continue
+            importlib.import_module(f"{__package__}._{name}").install(_patcher)
+        _patcher.set_env(ACTIVE_ENV, "1")
         _enabled = True
         logger.debug("torchada enabled: %d modules redirected", len(table))
         return True
