@@ -98,13 +98,12 @@ class Redirector:
             return self._resolve_entry(module_name, attr, entry)
         if spec["target"] is None:
             why, instead = spec["unsupported"]
-            if attr.startswith("_"):
-                raise AttributeError(f"module {module_name!r} has no attribute {attr!r}")
             original = self.originals.get(module_name)
-            if original is not None and hasattr(original, attr):
+            value = getattr(original, attr, None) if original is not None else None
+            # The module's own functions and classes (jiterator's API is underscore-named).
+            if callable(value) and getattr(value, "__module__", None) == module_name:
                 _ledger.note(api, "unsupported")
-                as_class = isinstance(getattr(original, attr), type)
-                return _unsupported_callable(api, why, instead, as_class)
+                return _unsupported_callable(api, why, instead, isinstance(value, type))
             raise AttributeError(f"module {module_name!r} has no attribute {attr!r}")
         target = self._target(module_name)
         if hasattr(target, attr):

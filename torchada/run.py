@@ -43,14 +43,18 @@ def _parse(argv: List[str]) -> "tuple[bool, Optional[str], Optional[str], List[s
     raise SystemExit(f"torchada.run: no script given\n\n{USAGE}")
 
 
-_OWN_FILES = {os.path.abspath(__file__), os.path.abspath(runpy.__file__)}
+# runpy may be frozen (its frames then say "<frozen runpy>").
+_OWN_FILES = {os.path.abspath(__file__), os.path.abspath(runpy.__file__), "<frozen runpy>"}
 
 
 def _report_without_our_frames(exc: BaseException) -> None:
     tb = exc.__traceback__
-    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) in _OWN_FILES:
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if filename not in _OWN_FILES and os.path.abspath(filename) not in _OWN_FILES:
+            break
         tb = tb.tb_next
-    sys.excepthook(type(exc), exc, tb)
+    sys.excepthook(type(exc), exc.with_traceback(tb), tb)
 
 
 def main(argv: Optional[List[str]] = None) -> None:

@@ -50,7 +50,6 @@ _sim_device_properties = [
 _sim_arch_flags = "%d%d" % _spec["capability"]
 
 from .core._lazy_init import (  # noqa: E402,F401
-    DeferredMusaCallError,
     _initialized,
     _is_in_bad_fork,
     _lazy_call,
@@ -126,6 +125,10 @@ torch.backends.mudnn = _mudnn
 torch.version.musa = _MUSAC._musa_version
 
 from .core import mccl  # noqa: E402,F401
+from .core.legacy_types import *  # noqa: E402,F401,F403
+
+_tensor_classes = {globals()[f"{p}Tensor"] for p in (
+    "Double", "Float", "Long", "Int", "Short", "Char", "Byte", "Half", "Bool", "BFloat16")}
 from .core.tensor_attrs import (  # noqa: E402
     set_module_attributes,
     set_storage_attributes,

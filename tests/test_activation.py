@@ -1,0 +1,175 @@
+"""Activation: undo, kill switch, no-op platforms, the runner, and inheritance by child processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+
+SIM = {"TORCHADA_SIMULATE": "1"}
+
+
+def _last_json(stdout: str):
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def test_disable_restores_every_module_and_attribute(py):
+    code = """
+        import json, sys, torch
+        import torchada
+        from torchada import _activation
+        assert torchada.is_enabled()
+        torchada.disable()
+        first_before = _activation.snapshot_state()  # all imports enable() needs are done now
+        cuda_obj = torch.cuda
+        torchada.enable(); torchada.disable()
+        after = _activation.snapshot_state()
+        same_modules = first_before[0] == after[0]
+        same_attrs = first_before[1] == after[1]
+        s = torch.musa.Stream()
+        print(json.dumps([same_modules, same_attrs, torch.cuda is cuda_obj,
+                          type(torch.cuda).__name__, hasattr(s, "cuda_stream"),
+                          "TORCHADA_ACTIVE" in __import__("os").environ]))
+    """
+    r = py(code, env=SIM)
+    assert r.returncode == 0, r.stderr
+    assert _last_json(r.stdout) == [True, True, True, "module", False, False]
+
+
+def test_first_enable_changes_nothing_it_does_not_undo(py):
+    code = """
+        import json, sys, torch
+        import torch.cuda.amp, torch.cuda.memory, torch.cuda.graphs
+        before = {k: id(v) for k, v in sys.modules.items()}
+        cuda_attr = id(torch.cuda)
+        import torchada
+        assert torchada.is_enabled() and type(torch.cuda).__name__ == "module"
+        assert torch.cuda.device_count() == 2
+        torchada.disable()
+        changed = [k for k, v in before.items() if id(sys.modules.get(k)) != v]
+        print(json.dumps([changed, id(torch.cuda) == cuda_attr]))
+    """
+    r = py(code, env=SIM)
+    assert r.returncode == 0, r.stderr
+    assert _last_json(r.stdout) == [[], True]
+
+
+def test_kill_switch(py):
+    r = py(
+        "import torch, torchada; print(torchada.is_enabled(), torch.cuda.device_count())",
+        env={**SIM, "TORCHADA_DISABLE": "1"},
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "0"]
+
+
+def test_cpu_platform_is_untouched(py):
+    code = """
+        import json, sys, torch
+        cuda = torch.cuda
+        import torchada
+        print(json.dumps([torchada.is_enabled(), torch.cuda is cuda, "torch_musa" in sys.modules,
+                          torchada.detect_platform().value, torchada.is_gpu_device("cuda:1")]))
+    """
+    r = py(code)
+    assert r.returncode == 0, r.stderr
+    assert _last_json(r.stdout) == [False, True, False, "cpu", True]
+
+
+def test_platform_override_and_bad_value(py):
+    r = py("import torchada; print(torchada.detect_platform().value)",
+           env={"TORCHADA_PLATFORM": "CUDA"})
+    assert r.stdout.strip() == "cuda", r.stderr
+    r = py("import torchada", env={"TORCHADA_PLATFORM": "tpu"})
+    assert r.returncode != 0 and "TORCHADA_PLATFORM='tpu'" in r.stderr
+
+
+def _write(tmp_path, name, body):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def test_runner_semantics(tmp_path, py):
+    script = _write(
+        tmp_path,
+        "prog.py",
+        """
+        import json, sys, torch
+        print(json.dumps({"name": __name__, "argv": sys.argv, "path0": sys.path[0],
+                          "count": torch.cuda.device_count(), "file": __file__}))
+        sys.exit(int(sys.argv[1]))
+        """,
+    )
+    r = py(f"import sys; sys.argv = ['x', '--simulate', {str(script)!r}, '3', '--flag'];"
+           "import torchada.run as r; r.main()")
+    assert r.returncode == 3, r.stderr
+    out = _last_json(r.stdout)
+    assert out["name"] == "__main__" and out["argv"] == [str(script), "3", "--flag"]
+    assert out["path0"] == str(tmp_path) and out["count"] == 2 and out["file"] == str(script)
+
+
+def test_runner_traceback_and_missing_script(tmp_path):
+    import subprocess
+
+    script = _write(tmp_path, "boom.py", "def f():\n    raise ValueError('bad thing')\nf()\n")
+    env = {k: v for k, v in os.environ.items() if k != "TORCHADA_SIMULATE"}
+    r = subprocess.run([sys.executable, "-m", "torchada.run", str(script)],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 1
+    assert "ValueError: bad thing" in r.stderr and f'File "{script}", line 2, in f' in r.stderr
+    assert "torchada" not in r.stderr.replace(str(tmp_path), "") and "runpy" not in r.stderr
+    r = subprocess.run([sys.executable, "-m", "torchada.run", str(tmp_path / "nope.py")],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and "can't open file" in r.stderr and "nope.py" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "torchada.run", "--bogus", "x.py"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode != 0 and "unknown option '--bogus'" in r.stderr
+
+
+def test_runner_module_mode(tmp_path):
+    import subprocess
+
+    (tmp_path / "mymod.py").write_text(
+        "import sys, torch\nprint(__name__, sys.argv[1:], torch.cuda.get_device_name(0))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TORCHADA_SIMULATE"}
+    r = subprocess.run([sys.executable, "-m", "torchada.run", "--simulate", "-m", "mymod", "a"],
+                       capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[:2] == ["__main__", "['a']"] and "MTT S4000" in r.stdout
+
+
+def test_children_inherit_under_torchrun_and_spawn(tmp_path):
+    import subprocess
+
+    worker = _write(
+        tmp_path,
+        "worker.py",
+        """
+        import json, os, sys, torch
+        import torch.multiprocessing as mp
+
+        def child(i, q):
+            import torch
+            q.put([type(torch.cuda).__name__, torch.cuda.device_count(), torch.cuda.get_device_name(0)])
+
+        if __name__ == "__main__":
+            import torchada
+            q = mp.get_context("spawn").SimpleQueue()
+            mp.spawn(child, args=(q,), nprocs=1)
+            print(json.dumps({"rank": int(os.environ["RANK"]), "enabled": torchada.is_enabled(),
+                              "count": torch.cuda.device_count(), "spawned": q.get()}))
+        """,
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TORCHADA_SIMULATE"}
+    cmd = [sys.executable, "-m", "torchada.run", "--simulate", "-m", "torch.distributed.run",
+           "--standalone", "--nproc-per-node", "2", str(worker)]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
+    assert sorted(x["rank"] for x in lines) == [0, 1]
+    for x in lines:
+        assert x["enabled"] and x["count"] == 2
+        assert x["spawned"] == ["module", 2, "MTT S4000"]

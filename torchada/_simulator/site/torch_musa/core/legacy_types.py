@@ -1,0 +1,77 @@
+"""Legacy tensor and storage types (torch.musa.FloatTensor, torch.musa.FloatStorage, ...).
+
+torch_musa creates them in C; here the storages follow torch's own legacy-storage classes (the
+device comes from the class's module name, hence ``__module__ = "torch.musa"``) and the tensor
+types check device and dtype like the C types do. There are no complex storages, as in torch_musa.
+"""
+
+import torch
+from torch.storage import _LegacyStorage
+from torch.utils._device import _device_constructors  # noqa: F401  (keeps torch's registry warm)
+
+_DTYPES = {
+    "Double": torch.double, "Float": torch.float, "Long": torch.long, "Int": torch.int,
+    "Short": torch.short, "Char": torch.int8, "Byte": torch.uint8, "Half": torch.half,
+    "Bool": torch.bool, "BFloat16": torch.bfloat16,
+}
+
+
+class _classproperty:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __get__(self, obj, owner):
+        return self.fn(owner)
+
+
+class _MusaLegacyStorage(_LegacyStorage):
+    @classmethod
+    def from_buffer(cls, *args, **kwargs):
+        raise RuntimeError("from_buffer: Not available for MUSA storage")
+
+    @classmethod
+    def _new_with_weak_ptr(cls, *args, **kwargs):
+        raise RuntimeError("_new_with_weak_ptr: Not available for MUSA storage")
+
+    @classmethod
+    def _new_shared_filename(cls, manager, obj, size, *, device=None, dtype=None):
+        raise RuntimeError("_new_shared_filename: Not available for MUSA storage")
+
+
+class _LegacyTensorMeta(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, torch.Tensor) and obj.device.type == "musa" and obj.dtype == cls.dtype
+
+
+class _MusaLegacyTensor(metaclass=_LegacyTensorMeta):
+    dtype = None
+
+    def __new__(cls, *args, **kwargs):
+        if kwargs:
+            raise TypeError(f"{cls.__name__}() takes no keyword arguments in the simulator")
+        if not args or all(isinstance(a, int) for a in args):
+            return torch.empty(args, dtype=cls.dtype, device="musa")
+        if len(args) == 1:
+            return torch.tensor(args[0], dtype=cls.dtype, device="musa")
+        raise TypeError(f"{cls.__name__}() takes sizes or one sequence of data")
+
+
+def _make():
+    out = {}
+    for prefix, dtype in _DTYPES.items():
+        storage = type(
+            f"{prefix}Storage", (_MusaLegacyStorage,),
+            {"__module__": "torch.musa", "_dtype": _classproperty(lambda c, d=dtype: d),
+             "dtype": _classproperty(lambda c, d=dtype: d)},
+        )
+        tensor = type(
+            f"{prefix}Tensor", (_MusaLegacyTensor,),
+            {"__module__": "torch.musa", "dtype": dtype, "is_musa": True, "is_sparse": False},
+        )
+        out[storage.__name__] = storage
+        out[tensor.__name__] = tensor
+    return out
+
+
+globals().update(_make())
+__all__ = [f"{p}{k}" for p in _DTYPES for k in ("Storage", "Tensor")]
