@@ -201,3 +201,13 @@ def test_threads_see_one_object():
     for t in threads:
         t.join()
     assert len(seen) == 8 and all(s is seen[0] for s in seen)
+
+
+def test_docs_table_is_generated_from_the_registry():
+    import os
+
+    from torchada._docs import render_cuda_table
+
+    path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "docs", "torch_cuda_names.md")
+    with open(path, encoding="utf-8") as fh:
+        assert fh.read() == render_cuda_table(), "run: python -m torchada tables"

@@ -1,0 +1,129 @@
+"""torch.cuda through torchada vs torch.musa directly (the simulator stands in for torch_musa)."""
+
+import pytest
+import torch
+
+from conftest import fresh_process_seconds, mark
+
+N = 1000
+
+
+@pytest.fixture(scope="module", autouse=True)
+def enabled(musa_sim):
+    import torchada
+
+    torchada.enable()
+    yield
+    torchada.disable()
+
+
+def _attr_loop_cuda():
+    for _ in range(N):
+        torch.cuda.Stream
+
+
+def _attr_loop_musa():
+    for _ in range(N):
+        torch.musa.Stream
+
+
+@pytest.mark.benchmark(group="attr: torch.cuda.Stream x1000")
+def test_attr_baseline(benchmark):
+    mark(benchmark, "baseline")
+    benchmark(_attr_loop_musa)
+
+
+@pytest.mark.benchmark(group="attr: torch.cuda.Stream x1000")
+def test_attr_candidate(benchmark):
+    mark(benchmark, "candidate", target=1.05)
+    benchmark(_attr_loop_cuda)
+
+
+def _count_loop_cuda():
+    for _ in range(N):
+        torch.cuda.device_count()
+
+
+def _count_loop_musa():
+    for _ in range(N):
+        torch.musa.device_count()
+
+
+@pytest.mark.benchmark(group="call: torch.cuda.device_count() x1000")
+def test_device_count_baseline(benchmark):
+    mark(benchmark, "baseline")
+    benchmark(_count_loop_musa)
+
+
+@pytest.mark.benchmark(group="call: torch.cuda.device_count() x1000")
+def test_device_count_candidate(benchmark):
+    mark(benchmark, "candidate", target=1.05)
+    benchmark(_count_loop_cuda)
+
+
+SIM = {"TORCHADA_SIMULATE": "1"}
+
+# Start-up costs are measured inside fresh processes (the median of ROUNDS processes), so that the
+# noise of starting an interpreter and importing torch does not swamp a few milliseconds.
+ROUNDS = 9
+
+IMPORT_DELTA = """
+import time, torch, torch_musa
+t = time.perf_counter()
+import torchada
+print((time.perf_counter() - t) * 1e3)
+"""
+
+RUN_TIMED = """
+import os, runpy, sys, time
+os.environ["T0"] = repr(time.perf_counter())
+sys.argv = {argv!r}
+runpy.run_{how}({target!r}, run_name="__main__")
+"""
+
+SCRIPT = """
+import os, time, torch
+x = torch.ones(2)
+print((time.perf_counter() - float(os.environ["T0"])) * 1e3)
+"""
+
+
+def _median_ms(code, env):
+    import statistics
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    full = {k: v for k, v in __import__("os").environ.items() if k != "TORCHADA_SIMULATE"}
+    full.update(env)
+    values = []
+    for _ in range(ROUNDS):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=full, cwd=REPO, check=True).stdout
+        values.append(float(out.strip().splitlines()[-1]))
+    return statistics.median(values)
+
+
+@pytest.mark.benchmark(group="start-up")
+def test_import_torchada_added_ms(benchmark):
+    added = _median_ms(IMPORT_DELTA, SIM)
+    benchmark.extra_info.update(added_ms=added, budget_ms=20)
+    benchmark.pedantic(lambda: None, rounds=1)
+    print(f"\nimport torchada after torch+torch_musa: {added:.1f} ms (budget 20 ms)")
+
+
+@pytest.mark.benchmark(group="start-up")
+def test_runner_added_ms(benchmark, tmp_path):
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT)
+    plain = _median_ms(RUN_TIMED.format(argv=[str(script)], how="path", target=str(script)), SIM)
+    runner = _median_ms(
+        RUN_TIMED.format(argv=["torchada.run", "--simulate", str(script)], how="module",
+                         target="torchada.run"),
+        {},
+    )
+    added = runner - plain
+    benchmark.extra_info.update(added_ms=added, budget_ms=50, plain_ms=plain, runner_ms=runner)
+    benchmark.pedantic(lambda: None, rounds=1)
+    print(f"\nrunner: {runner:.0f} ms vs plain {plain:.0f} ms: {added:+.1f} ms (budget 50 ms)")
