@@ -172,8 +172,8 @@ def _check_musa_cflags(cflags: Sequence[str] | None, with_musa: bool | None = No
     # caller would hit on hardware, so it is reported here too. Host-only builds that pass no MUSA
     # flags are left alone, as torch_musa leaves them.
     if cflags or with_musa:
-        _offload_archs(cflags or [])
-        if os.environ.get("TORCH_MUSA_ARCH_LIST", "").strip():
+        # As for mcc: arch flags given in cflags take the place of TORCH_MUSA_ARCH_LIST.
+        if not _offload_archs(cflags or []) and os.environ.get("TORCH_MUSA_ARCH_LIST", "").strip():
             _parse_arch_list(os.environ["TORCH_MUSA_ARCH_LIST"])
         logger.debug("MUSA compiler flags %s unused: the simulator builds host code only", cflags)
 
@@ -379,22 +379,27 @@ def load(
     musa_includes, musa_ldflags = _musa_dirs_for(with_musa)
     if build_directory is None:
         build_directory = _get_build_directory(name, verbose)
+    # SYCL arguments are passed only when given, so a torch that predates them still works.
+    sycl = {}
+    if extra_sycl_cflags is not None:
+        sycl["extra_sycl_cflags"] = extra_sycl_cflags
+    if with_sycl is not None:
+        sycl["with_sycl"] = with_sycl
     _ensure_ninja()
     return _cpp.load(
         name,
         sources,
         extra_cflags=extra_cflags,
         extra_cuda_cflags=None,
-        extra_sycl_cflags=extra_sycl_cflags,
         extra_ldflags=list(extra_ldflags or []) + musa_ldflags,
         extra_include_paths=list(extra_include_paths or []) + musa_includes,
         build_directory=build_directory,
         verbose=verbose,
         with_cuda=False,
-        with_sycl=with_sycl,
         is_python_module=is_python_module,
         is_standalone=is_standalone,
         keep_intermediates=keep_intermediates,
+        **sycl,
     )
 
 
