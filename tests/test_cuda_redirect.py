@@ -24,9 +24,8 @@ def enabled(musa_sim):
 
 
 def _original(module_name: str):
-    return sys.modules[module_name].__dict__.get("__torchada_original__") or importlib.import_module(
-        module_name
-    )
+    module = importlib.import_module(module_name)
+    return module.__dict__.get("__torchada_original__") or module
 
 
 def _public_names():
@@ -56,15 +55,20 @@ def test_every_public_name_resolves_by_its_class(module_name, name):
         entry = {"kind": "unsupported"}
     kind = entry["kind"] if entry else "same"
     value = getattr(proxy, name)
+    target = None
+    if target_name == "@original":
+        target = _original(module_name)
+    elif target_name is not None:
+        target = importlib.import_module(target_name)
     if kind == "same":
-        assert value is getattr(importlib.import_module(target_name), name)
+        assert value is getattr(target, name)
     elif kind == "renamed":
         to = entry["to"]
         if ":" in to:
             mod, _, attr = to.partition(":")
             expected = getattr(importlib.import_module(mod), attr)
         else:
-            expected = getattr(importlib.import_module(target_name), to)
+            expected = getattr(target, to)
         assert value is expected
     elif kind == "submodule":
         assert value is sys.modules[entry["module"]]

@@ -116,6 +116,12 @@ def enable(simulate: Optional[bool] = None) -> bool:
                 originals[name] = importlib.import_module(name)
             except ImportError:
                 originals[name] = None
+        # Fill modules import what they stand in for (ctypes, ...): load them while the
+        # originals are still the ones in sys.modules.
+        for spec in table.values():
+            for entry in spec["names"].values():
+                if "impl" in entry:
+                    importlib.import_module(entry["impl"].partition(":")[0])
         hooks = ImportHooks()
         redirector = Redirector(originals, {})
         for name in table:
@@ -129,6 +135,9 @@ def enable(simulate: Optional[bool] = None) -> bool:
         _hooks = hooks
         _undo.append(hooks.uninstall)
         _patch_musa_classes(torch_musa)
+        from ._fills import distributed
+
+        distributed.install(_patcher)
         for name in SUBSYSTEMS:
             if _truthy(os.environ.get(f"TORCHADA_DISABLE_{name.upper()}")):
                 logger.debug("torchada subsystem %s disabled by the environment", name)

@@ -26,7 +26,9 @@ def render_cuda_table() -> str:
         "",
     ]
     for module_name, spec in load_table().items():
-        target = spec["target"] or "(none)"
+        target = {None: "(none)", "@original": "its own module, with overrides"}.get(
+            spec["target"], spec["target"]
+        )
         lines += [f"## `{module_name}` → `{target}`", ""]
         if spec.get("unsupported"):
             why, instead = spec["unsupported"]

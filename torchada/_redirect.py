@@ -22,7 +22,9 @@ from . import _ledger
 
 logger = logging.getLogger("torchada")
 
-TABLE_PATH = Path(__file__).resolve().parent / "tables" / "torch_cuda.json"
+TABLES_DIR = Path(__file__).resolve().parent / "tables"
+# Module tables, in installation order; each maps module names to what they resolve to.
+MODULE_TABLES = ("torch_cuda.json", "torch_distributed.json", "ctypes_modules.json")
 
 
 class UnsupportedCUDAAPIError(NotImplementedError):
@@ -35,8 +37,14 @@ class UnsupportedCUDAAttributeError(AttributeError):
 
 @functools.lru_cache(maxsize=1)
 def load_table() -> Dict[str, Any]:
-    with open(TABLE_PATH, encoding="utf-8") as fh:
-        return json.load(fh)["modules"]
+    modules: Dict[str, Any] = {}
+    for filename in MODULE_TABLES:
+        with open(TABLES_DIR / filename, encoding="utf-8") as fh:
+            for name, spec in json.load(fh)["modules"].items():
+                if name in modules:
+                    raise ValueError(f"{name} is described twice in torchada/tables")
+                modules[name] = spec
+    return modules
 
 
 def _import_ref(ref: str) -> Any:
@@ -88,6 +96,8 @@ class Redirector:
 
     def _target(self, module_name: str) -> Optional[ModuleType]:
         target = self.table[module_name]["target"]
+        if target == "@original":  # an overlay: torch's (or Python's) own module plus overrides
+            return self.originals[module_name]
         return importlib.import_module(target) if target else None
 
     def resolve(self, module_name: str, attr: str) -> Any:

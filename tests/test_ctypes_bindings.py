@@ -1,0 +1,138 @@
+"""ctypes bindings to CUDA libraries, answered by the (simulated) MUSA SDK."""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+import threading
+
+import pytest
+
+import torchada
+from torchada import _ctypes
+
+
+@pytest.fixture(scope="module", autouse=True)
+def enabled(musa_sim):
+    assert torchada.enable()
+    yield
+    torchada.disable()
+
+
+# This test module imported ctypes before torchada was on: like any such module, it holds the
+# original. Code imported afterwards (the user's program) sees the proxy, reached here by name.
+def CDLL(*args, **kwargs):
+    return sys.modules["ctypes"].CDLL(*args, **kwargs)
+
+
+class CudaRT:
+    """The pattern inference servers use: a table of cuda* specs bound from the runtime library."""
+
+    FUNCS = [
+        ("cudaGetDeviceCount", ctypes.c_int, [ctypes.POINTER(ctypes.c_int)]),
+        ("cudaMalloc", ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]),
+        ("cudaMemset", ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]),
+        ("cudaMemcpy", ctypes.c_int,
+         [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]),
+        ("cudaFree", ctypes.c_int, [ctypes.c_void_p]),
+        ("cudaGetErrorString", ctypes.c_char_p, [ctypes.c_int]),
+        ("cudaIpcGetMemHandle", ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p]),
+    ]
+
+    def __init__(self, so_file: str = "libcudart.so.12"):
+        self.lib = CDLL(so_file)
+        self.funcs = {}
+        for name, restype, argtypes in self.FUNCS:
+            f = getattr(self.lib, name)
+            f.restype, f.argtypes = restype, argtypes
+            self.funcs[name] = f
+
+
+def test_runtime_round_trip():
+    rt = CudaRT()
+    count = ctypes.c_int()
+    assert rt.funcs["cudaGetDeviceCount"](ctypes.byref(count)) == 0 and count.value == 2
+    ptr = ctypes.c_void_p()
+    assert rt.funcs["cudaMalloc"](ctypes.byref(ptr), 64) == 0 and ptr.value
+    assert rt.funcs["cudaMemset"](ptr, 7, 64) == 0
+    host = (ctypes.c_ubyte * 64)()
+    assert rt.funcs["cudaMemcpy"](ctypes.addressof(host), ptr, 64, 2) == 0  # device to host
+    assert list(host) == [7] * 64
+    src = (ctypes.c_ubyte * 64)(*range(64))
+    assert rt.funcs["cudaMemcpy"](ptr, ctypes.addressof(src), 64, 1) == 0
+    assert rt.funcs["cudaMemcpy"](ctypes.addressof(host), ptr, 64, 2) == 0
+    assert list(host) == list(range(64))
+    assert rt.funcs["cudaFree"](ptr) == 0
+    handle = (ctypes.c_byte * 64)()
+    code = rt.funcs["cudaIpcGetMemHandle"](ctypes.addressof(handle), ptr)
+    assert code == 801  # the simulator's documented musaErrorNotSupported
+    assert rt.funcs["cudaGetErrorString"](code) == b"operation not supported"
+
+
+def test_library_and_symbol_mapping():
+    lib = CDLL("libcudart.so")
+    assert lib._name.endswith("libmusart.so")
+    assert lib.cudaMalloc is lib.cudaMalloc  # cached after the first access
+    assert lib["cudaFree"] is not None
+    with pytest.raises(AttributeError, match="'cudaNoSuchThing'.*'musaNoSuchThing'"):
+        lib.cudaNoSuchThing
+    nccl = sys.modules["ctypes"].cdll.LoadLibrary("libnccl.so.2")
+    version = ctypes.c_int()
+    assert nccl.ncclGetVersion(ctypes.byref(version)) == 0 and version.value > 0
+    blas = CDLL("/usr/local/cuda/lib64/libcublas.so.12")
+    assert blas._name.endswith("libmublas.so") and callable(blas.cublasCreate)
+    driver = CDLL("libcuda.so.1")
+    assert driver.cuInit(0) == 0
+    assert sys.modules["ctypes"].PyDLL("libcurand.so.10").curandCreateGenerator is not None
+
+
+def test_other_libraries_untouched():
+    libc = CDLL("libc.so.6")
+    assert type(libc) is _ctypes._RealCDLL
+    proxied = sys.modules["ctypes"].CDLL
+    assert isinstance(libc, proxied) and isinstance(CDLL("libcudart.so"), proxied)
+    assert isinstance(CDLL("libcudart.so"), ctypes.CDLL)
+    assert libc.strlen(b"abc") == 3
+    with pytest.raises(AttributeError):
+        libc.cudaMalloc
+    assert sys.modules["ctypes.util"].find_library("c") == _ctypes._real_find_library("c")
+    for odd in ("libcudart_static.a", "libcudartx.so", "mylibcudart.so"):
+        assert _ctypes.map_library(odd) == (odd, None)
+
+
+def test_find_library_and_missing_paths():
+    found = sys.modules["ctypes.util"].find_library("cudart")
+    assert found and found.endswith("libmusart.so")
+    with pytest.raises(OSError) as err:
+        CDLL("libcublasLt.so.12")  # no MUSA counterpart in the simulated SDK
+    assert "libcublasLt.so.12" in str(err.value) and "libmublasLt.so" in str(err.value)
+    with pytest.raises(OSError, match="nope/libfoo.so"):
+        CDLL("/nope/libfoo.so")  # not a CUDA library: ctypes' own error
+
+
+def test_user_subclass_and_loaded_twice():
+    class MyLib(sys.modules["ctypes"].CDLL):
+        pass
+
+    lib = MyLib("libcudart.so.12")
+    assert isinstance(lib, MyLib) and lib._name.endswith("libmusart.so")
+    a, b = CDLL("libcudart.so"), CDLL("libcudart.so.12")
+    assert a.cudaGetDeviceCount is not None and b.cudaGetDeviceCount is not None
+
+
+def test_concurrent_first_access():
+    lib = CDLL("libcudart.so")
+    seen = []
+    barrier = threading.Barrier(8)
+
+    def worker():
+        barrier.wait()
+        seen.append(lib.cudaDeviceSynchronize)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(seen) == 8 and all(callable(f) for f in seen)
+    assert lib.cudaDeviceSynchronize() == 0

@@ -1,0 +1,167 @@
+"""ctypes bindings to CUDA libraries, answered by their MUSA counterparts.
+
+``ctypes.CDLL("libcudart.so.12")`` loads ``libmusart.so`` and its functions answer to CUDA names
+(``lib.cudaMalloc`` is ``musaMalloc``); ``ctypes.util.find_library("cudart")`` finds the MUSA
+runtime. Any other library is loaded by ctypes itself and returned as the very same type, with no
+wrapper. The rules are data: tables/ctypes_libraries.json.
+"""
+
+from __future__ import annotations
+
+import ctypes as _ctypes
+import ctypes.util as _ctypes_util
+import functools
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple
+
+_TABLE_PATH = Path(__file__).resolve().parent / "tables" / "ctypes_libraries.json"
+_RealCDLL = _ctypes.CDLL
+_RealPyDLL = _ctypes.PyDLL
+_real_find_library = _ctypes_util.find_library
+
+
+@functools.lru_cache(maxsize=1)
+def _rules() -> Tuple[list, Dict[str, Any]]:
+    data = json.loads(_TABLE_PATH.read_text(encoding="utf-8"))
+    libs = [(re.compile(r["match"]), r) for r in data["libraries"]]
+    return libs, data
+
+
+def musa_library_dir() -> Optional[str]:
+    """Where MUSA's libraries are: the simulator's build directory, else ``$MUSA_HOME/lib``."""
+    from . import _simulator
+
+    if _simulator.is_active():
+        from ._simulator import sdk
+
+        return str(sdk.library_dir())
+    home = os.environ.get("MUSA_HOME") or os.environ.get("MUSA_PATH") or "/usr/local/musa"
+    lib = os.path.join(home, "lib")
+    return lib if os.path.isdir(lib) else None
+
+
+def map_library(name: "str | None") -> Tuple["str | None", Optional[Dict[str, Any]]]:
+    """``(path to load, rule)`` for a library name or path; the rule is None when it is no CUDA
+    library (then the path is returned unchanged)."""
+    if not name:
+        return name, None
+    base = os.path.basename(str(name))
+    for pattern, rule in _rules()[0]:
+        if pattern.fullmatch(base):
+            target = rule["musa"]
+            directory = musa_library_dir()
+            if directory and os.path.exists(os.path.join(directory, target)):
+                return os.path.join(directory, target), rule
+            return target, rule  # let the dynamic loader search for it
+    return name, None
+
+
+def _symbol(rule: Dict[str, Any], name: str) -> str:
+    for cuda_prefix, musa_prefix in rule["symbols"]:
+        if name.startswith(cuda_prefix):
+            return musa_prefix + name[len(cuda_prefix):]
+    return name
+
+
+class _MusaLibrary(_RealCDLL):
+    """A MUSA library reached under a CUDA name: functions answer to their CUDA names too."""
+
+    _torchada_rule: Dict[str, Any] = {}
+    _torchada_cuda_name = ""
+
+    def __getitem__(self, name_or_ordinal: Any) -> Any:
+        if not isinstance(name_or_ordinal, str):
+            return super().__getitem__(name_or_ordinal)
+        musa_name = _symbol(self._torchada_rule, name_or_ordinal)
+        try:
+            func = super().__getitem__(musa_name)
+        except AttributeError:
+            raise AttributeError(
+                f"{self._torchada_cuda_name} (loaded as {self._name}) has no function "
+                f"{name_or_ordinal!r} (looked for MUSA's {musa_name!r})"
+            ) from None
+        return func
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        func = self.__getitem__(name)
+        setattr(self, name, func)  # later accesses are plain attribute hits, as with CDLL
+        return func
+
+
+class _MusaPyLibrary(_MusaLibrary):
+    _func_flags_ = _ctypes._FUNCFLAG_CDECL | _ctypes._FUNCFLAG_PYTHONAPI
+
+
+class _LoaderMeta(type):
+    # isinstance(x, ctypes.CDLL) stays true for libraries ctypes itself created.
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, cls._real)
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(sub, cls._real)
+
+
+def _load(real: type, musa_type: type, name: Any, args: tuple, kwargs: dict) -> Any:
+    path, rule = map_library(name) if isinstance(name, (str, os.PathLike)) else (name, None)
+    if rule is None:
+        return real(name, *args, **kwargs)
+    try:
+        lib = musa_type(path, *args, **kwargs)
+    except OSError as err:
+        raise OSError(
+            f"{name}: cannot load its MUSA counterpart {path} ({err}); is the MUSA toolkit "
+            "installed (MUSA_HOME) or on LD_LIBRARY_PATH?"
+        ) from err
+    lib._torchada_rule = rule
+    lib._torchada_cuda_name = str(name)
+    return lib
+
+
+class CDLL(_RealCDLL, metaclass=_LoaderMeta):
+    """ctypes.CDLL on MUSA: CUDA library names load their MUSA counterparts."""
+
+    _real = _RealCDLL
+
+    def __new__(cls, name: Any, *args: Any, **kwargs: Any) -> Any:
+        if cls is not CDLL:  # a user subclass: construct it normally, on the mapped path
+            obj = _RealCDLL.__new__(cls)
+            return obj
+        return _load(_RealCDLL, _MusaLibrary, name, args, kwargs)
+
+    def __init__(self, name: Any, *args: Any, **kwargs: Any) -> None:
+        # Only user subclasses get here (our __new__ returns objects of other types otherwise).
+        path, _ = map_library(name) if isinstance(name, str) else (name, None)
+        _RealCDLL.__init__(self, path, *args, **kwargs)
+
+
+class PyDLL(_RealPyDLL, metaclass=_LoaderMeta):
+    _real = _RealPyDLL
+
+    def __new__(cls, name: Any, *args: Any, **kwargs: Any) -> Any:
+        if cls is not PyDLL:
+            return _RealPyDLL.__new__(cls)
+        return _load(_RealPyDLL, _MusaPyLibrary, name, args, kwargs)
+
+    def __init__(self, name: Any, *args: Any, **kwargs: Any) -> None:
+        path, _ = map_library(name) if isinstance(name, str) else (name, None)
+        _RealPyDLL.__init__(self, path, *args, **kwargs)
+
+
+cdll = _ctypes.LibraryLoader(CDLL)
+pydll = _ctypes.LibraryLoader(PyDLL)
+
+
+def find_library(name: str) -> Optional[str]:
+    """ctypes.util.find_library: CUDA library names find the MUSA ones."""
+    _, rule = map_library(f"lib{name}.so")
+    if rule is None:
+        return _real_find_library(name)
+    path, _ = map_library(f"lib{name}.so")
+    if path and os.path.isabs(path):
+        return path
+    return _real_find_library(rule["musa"][3:].split(".so")[0])
