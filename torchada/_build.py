@@ -147,15 +147,19 @@ def load_torch_extension(
 
 
 def build_shared_libraries(
-    name: str, sources: Sequence[Path], cflags: Sequence[str] = ("-O2",)
+    name: str,
+    sources: Sequence[Path],
+    cflags: Sequence[str] = ("-O2",),
+    depends: Sequence[Path] = (),
 ) -> dict[str, Path]:
     """Build one plain C shared library per source (``foo.c`` -> ``foo.so``) with ninja.
 
-    Returns ``{stem: path}``. Cached by a key of the sources, built once under the lock.
+    Returns ``{stem: path}``. Cached by a key of the sources and ``depends`` (headers), built once
+    under the lock.
     """
     sources = [Path(s) for s in sources]
     cc = os.environ.get("CC", "cc")
-    key = build_key(sources, cc, *cflags)
+    key = build_key([*sources, *map(Path, depends)], cc, *cflags)
     build_dir = cache_root() / name / key
     outputs = {s.stem: build_dir / f"{s.stem}.so" for s in sources}
     done = build_dir / ".complete"

@@ -19,6 +19,8 @@ def stub_library_paths() -> "dict[str, Path]":
     """Paths of the simulated MUSA SDK libraries (``libmusart.so`` ...), built on first use."""
     stubs = csrc_dir() / "simulator" / "stubs"
     built = build_shared_libraries(
-        "torchada_musa_sdk", [stubs / f"{name}.c" for name in STUB_LIBRARIES]
+        "torchada_musa_sdk",
+        [stubs / f"{name}.c" for name in STUB_LIBRARIES],
+        depends=sorted(stubs.glob("*.h")),
     )
     return {f"{stem}.so": path for stem, path in built.items()}

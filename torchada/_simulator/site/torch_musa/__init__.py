@@ -5,7 +5,9 @@ Import order follows torch_musa 2.7.1's own __init__: rename the backend, load t
 Names torch_musa lacks (``nvtx``, ``CUDAGraph``, ``memory_cached``, ...) are absent here too.
 """
 
+import atexit
 import sys
+import time
 
 import torch
 
@@ -25,6 +27,11 @@ if tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:3]) < tuple
     )
 
 torch.utils.rename_privateuse1_backend("musa")
+
+# Backward on two simulated devices leaves autograd device threads that may drop a Python
+# reference just after interpreter shutdown began, aborting the process now and then
+# ("terminate called without an active exception"). A short pause at exit lets them finish.
+atexit.register(time.sleep, 0.05)
 
 _sim_config = read_config()
 from . import _native  # noqa: E402

@@ -8,6 +8,7 @@ import types
 import torch
 
 from torchada._simulator import native
+from torchada._simulator.boards import MCCL_VERSION
 
 
 class _MusaStreamBase(torch.Stream):
@@ -58,7 +59,14 @@ class musaError(enum.IntEnum):
 def _make_musart(ext):
     m = types.ModuleType("torch_musa._MUSAC._musart")
     m.musaError = musaError
-    messages = {0: "no error", 1: "invalid argument", 2: "out of memory"}
+    # The same codes and words as the simulated libmusart.so.
+    messages = {
+        0: "no error", 1: "invalid argument", 2: "out of memory", 3: "initialization error",
+        21: "invalid memcpy direction", 100: "no MUSA-capable device is detected",
+        101: "invalid device ordinal", 400: "invalid resource handle",
+        704: "peer access is already enabled", 801: "operation not supported",
+        999: "unknown error",
+    }
     m.musaGetErrorString = lambda code: messages.get(int(code), "unknown error")
     m.musaHostRegister = lambda ptr, size, flags: musaError.success
     m.musaHostUnregister = lambda ptr: musaError.success
@@ -84,6 +92,7 @@ def load(config):
     ext._musa_version = __import__(
         "torchada._simulator.boards", fromlist=["MUSA_VERSION"]
     ).MUSA_VERSION
-    ext._mccl_version = lambda: 0
+    major, minor, patch = MCCL_VERSION
+    ext._mccl_version = lambda: (major << 32) | (minor << 16) | patch
     sys.modules["torch_musa._MUSAC"] = ext
     return ext

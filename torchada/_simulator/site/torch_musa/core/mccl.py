@@ -1,7 +1,8 @@
 """torch.musa.mccl: only version(), as in torch_musa."""
 
-from torch_musa.core.boards_info import MCCL_VERSION
+import torch_musa
 
 
 def version():
-    return tuple(MCCL_VERSION)
+    v = torch_musa._MUSAC._mccl_version()
+    return (v >> 32, (v >> 16) & 0xFFFF, v & 0xFFFF)
