@@ -19,7 +19,17 @@ def _tables(argv: List[str]) -> int:
     return main(argv)
 
 
-COMMANDS: Dict[str, Callable[[List[str]], int]] = {"port": _port, "tables": _tables}
+def _doctor(argv: List[str]) -> int:
+    from torchada._doctor import main
+
+    return main(argv)
+
+
+COMMANDS: Dict[str, Callable[[List[str]], int]] = {
+    "doctor": _doctor,
+    "port": _port,
+    "tables": _tables,
+}
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -75,7 +75,7 @@ _patcher = Patcher()
 
 # Subsystems installed after the torch.cuda redirects, each ``install(patcher)``; a name is a
 # module of this package. Switched off one by one with TORCHADA_DISABLE_<NAME>=1.
-SUBSYSTEMS: List[str] = []
+SUBSYSTEMS: List[str] = ["devices"]
 
 
 def _patch_musa_classes(torch_musa: Any) -> None:
@@ -128,7 +128,10 @@ def enable(simulate: Optional[bool] = None) -> bool:
             hooks.register(name, redirector.build(name))
         hooks.install()
         # Sealed proxies are plain modules: a cached torch.cuda.X costs what torch.musa.X costs.
-        for name, proxy in hooks.proxies().items():
+        # With the report on they stay lazy, so that each first use is seen where it happens.
+        from . import _ledger
+
+        for name, proxy in ([] if _ledger.enabled() else hooks.proxies().items()):
             unresolved = seal(proxy, redirector.all_names(name))
             if unresolved:
                 logger.debug("%s: left unresolved: %s", name, ", ".join(unresolved))

@@ -32,5 +32,9 @@ def autoload() -> None:
         _activation.enable()
     else:
         # Simulation only: forget the package object (its submodules stay loaded) so that a later
-        # `import torchada` in the program runs the package again and turns torchada on.
-        sys.modules.pop("torchada", None)
+        # `import torchada` in the program runs the package again and turns torchada on. Not while
+        # the program's own `import torchada` is what brought torch in (the package is mid-import).
+        package = sys.modules.get("torchada")
+        spec = getattr(package, "__spec__", None)
+        if package is not None and not getattr(spec, "_initializing", False):
+            sys.modules.pop("torchada", None)

@@ -101,6 +101,20 @@ class Redirector:
         return importlib.import_module(target) if target else None
 
     def resolve(self, module_name: str, attr: str) -> Any:
+        value = self._resolve(module_name, attr)
+        if _ledger.enabled():
+            entry = self.table[module_name]["names"].get(attr)
+            kind = entry["kind"] if entry else self._default_kind(module_name)
+            if kind not in ("submodule", "unsupported"):
+                return _ledger.wrap(f"{module_name}.{attr}", kind, value)
+        return value
+
+    def _default_kind(self, module_name: str) -> str:
+        # A module whose target is one of torchada's fills (nvtx, profiler, ...) is filled as a whole.
+        target = self.table[module_name]["target"] or ""
+        return "filled" if target.startswith("torchada.") else "same"
+
+    def _resolve(self, module_name: str, attr: str) -> Any:
         spec = self.table[module_name]
         api = f"{module_name}.{attr}"
         entry = spec["names"].get(attr)
@@ -117,7 +131,7 @@ class Redirector:
             raise AttributeError(f"module {module_name!r} has no attribute {attr!r}")
         target = self._target(module_name)
         if hasattr(target, attr):
-            _ledger.note(api, "same")
+            _ledger.note(api, self._default_kind(module_name))
             return getattr(target, attr)
         original = self.originals.get(module_name)
         public_api = getattr(original, "__all__", ()) or ()

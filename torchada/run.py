@@ -17,6 +17,8 @@ USAGE = """usage: python -m torchada.run [--simulate] (script.py | -m module) [a
 Runs a CUDA-written PyTorch program on MUSA through torchada, unchanged.
 
   --simulate   use the bundled CPU simulator of torch_musa (only where no torch_musa exists)
+  --report[=PATH]  record the CUDA APIs the program used through torchada: a table on stderr at
+               exit and a JSON file per process (default torchada-report.json)
   -m module    run a library module as a script, like python -m
 """
 
@@ -28,6 +30,10 @@ def _parse(argv: List[str]) -> "tuple[bool, Optional[str], Optional[str], List[s
         arg = argv[i]
         if arg == "--simulate":
             simulate = True
+        elif arg == "--report" or arg.startswith("--report="):
+            path = arg.partition("=")[2] or "torchada-report.json"
+            os.environ["TORCHADA_REPORT"] = os.path.abspath(path)
+            os.environ["TORCHADA_REPORT_OWNER"] = str(os.getpid())
         elif arg in ("-h", "--help"):
             sys.stdout.write(USAGE)
             raise SystemExit(0)

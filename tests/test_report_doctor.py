@@ -1,0 +1,84 @@
+"""The migration report and the doctor command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+ENV = {k: v for k, v in os.environ.items() if k != "TORCHADA_SIMULATE"}
+
+PROGRAM = textwrap.dedent(
+    """
+    import torch
+    n = torch.cuda.device_count()
+    torch.cuda.device_count()
+    torch.cuda.get_device_name(0)
+    try:
+        torch.cuda.utilization()
+    except NotImplementedError:
+        pass  # caught by the program: the report must still list it
+    torch.cuda.nvtx.range_push("step")
+    """
+)
+
+
+def test_report_lists_apis_kinds_calls_and_sites(tmp_path):
+    script = tmp_path / "prog.py"
+    script.write_text(PROGRAM)
+    out = tmp_path / "report.json"
+    r = subprocess.run(
+        [sys.executable, "-m", "torchada.run", "--simulate", f"--report={out}", str(script)],
+        capture_output=True, text=True, env=ENV, cwd=tmp_path, timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    data = {e["api"]: e for e in json.loads(out.read_text())["apis"]}
+    assert data["torch.cuda.device_count"]["calls"] == 2
+    assert data["torch.cuda.device_count"]["kind"] == "same"
+    assert data["torch.cuda.device_count"]["first_site"] == f"{script}:3"
+    assert data["torch.cuda.utilization"]["kind"] == "unsupported"
+    assert data["torch.cuda.utilization"]["calls"] == 1
+    assert data["torch.cuda.nvtx.range_push"]["kind"] == "filled"
+    assert "torchada report: " in r.stderr and "torch.cuda.utilization" in r.stderr
+
+
+def test_report_is_rank_aware_under_env(tmp_path):
+    script = tmp_path / "prog.py"
+    script.write_text("import torch\ntorch.cuda.device_count()\n")
+    env = dict(ENV, TORCHADA_SIMULATE="1", TORCHADA_REPORT=str(tmp_path / "r.json"), RANK="3")
+    r = subprocess.run([sys.executable, "-c", "import torchada; exec(open('prog.py').read())"],
+                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr
+    written = json.loads((tmp_path / "r.rank3.json").read_text())
+    assert written["rank"] == "3" and written["apis"][0]["api"] == "torch.cuda.device_count"
+
+
+def test_no_report_means_sealed_proxies(py):
+    r = py("import torch, torchada; print(type(torch.cuda).__name__)",
+           env={"TORCHADA_SIMULATE": "1"})
+    assert r.stdout.strip() == "module", r.stderr
+
+
+def test_doctor_reports_simulator_and_devices(py):
+    r = py(
+        "import sys; sys.argv=['torchada','doctor','--json']; import runpy;"
+        "runpy.run_module('torchada', run_name='__main__')",
+        env={"TORCHADA_SIMULATE": "1", "TORCHADA_SIM_BOARD": "S5000",
+             "CUDA_VISIBLE_DEVICES": "0", "TORCH_DEVICE_BACKEND_AUTOLOAD": "1"},
+    )
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["platform"] == "musa" and info["simulated"] and info["enabled"]
+    assert info["torch_musa"].startswith("2.7.1+")
+    assert [d["name"] for d in info["devices"]] == ["MTT S5000", "MTT S5000"]
+    assert any("MUSA_VISIBLE_DEVICES" in w for w in info["warnings"])
+
+
+def test_doctor_on_cpu_and_bad_argument(py):
+    r = py("import sys; from torchada.__main__ import main; sys.exit(main(['doctor']))")
+    assert r.returncode == 0 and "platform      cpu" in r.stdout
+    assert "installs nothing here" in r.stdout
+    r = py("import sys; from torchada.__main__ import main; sys.exit(main(['doctor', '--x']))")
+    assert r.returncode == 2 and "unknown argument '--x'" in r.stderr

@@ -1,0 +1,115 @@
+"""``python -m torchada doctor``: what torchada sees on this machine, and what looks wrong."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+from typing import Any, Dict, List
+
+SWITCHES = (
+    "TORCHADA_DISABLE", "TORCHADA_ACTIVE", "TORCHADA_SIMULATE", "TORCHADA_PLATFORM",
+    "TORCHADA_FORCE_CUDA_AVAILABLE", "TORCHADA_REPORT", "TORCHADA_CACHE_DIR", "TORCHADA_NATIVE",
+    "TORCHADA_SIM_BOARD", "TORCHADA_SIM_DEVICES", "TORCHADA_VERBOSE_BUILD", "MUSA_VISIBLE_DEVICES",
+    "CUDA_VISIBLE_DEVICES", "MUSA_HOME", "TORCH_DEVICE_BACKEND_AUTOLOAD",
+)
+
+
+def collect() -> Dict[str, Any]:
+    import torch
+
+    import torchada
+    from torchada import _activation, _platform, _simulator
+
+    info: Dict[str, Any] = {
+        "torchada": torchada.__version__,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "torch_cuda_build": torch.version.cuda,
+        "platform": _platform.detect_platform().value,
+        "enabled": _activation.is_enabled(),
+        "switches": {k: os.environ[k] for k in SWITCHES if k in os.environ},
+        "switches_off": sorted(
+            k for k in os.environ if k.startswith("TORCHADA_DISABLE_") and os.environ[k] == "1"
+        ),
+    }
+    musa = sys.modules.get("torch_musa")
+    info["torch_musa"] = getattr(musa, "__version__", None)
+    info["simulated"] = _simulator.is_active()
+    if musa is not None:
+        count = musa.device_count()
+        info["devices"] = [
+            {"index": i, "name": musa.get_device_name(i),
+             "capability": list(musa.get_device_capability(i))}
+            for i in range(count)
+        ]
+    native = sys.modules.get("torchada._native")
+    state = getattr(native, "state", None)
+    info["native_library"] = state() if callable(state) else "not loaded"
+    info["warnings"] = warnings_for(info)
+    return info
+
+
+def warnings_for(info: Dict[str, Any]) -> List[str]:
+    env = info["switches"]
+    out = []
+    truthy = {"1", "true", "yes", "on"}
+    if env.get("TORCHADA_SIMULATE", "").lower() in truthy and info["torch_musa"] and not info[
+        "simulated"
+    ]:
+        out.append("TORCHADA_SIMULATE is set but a real torch_musa is installed: it is ignored")
+    if env.get("TORCH_DEVICE_BACKEND_AUTOLOAD") == "0":
+        out.append("TORCH_DEVICE_BACKEND_AUTOLOAD=0: child processes (torchrun workers, spawn, "
+                   "DataLoader workers) will not turn torchada on by themselves")
+    if "CUDA_VISIBLE_DEVICES" in env and "MUSA_VISIBLE_DEVICES" not in env and info[
+        "platform"
+    ] == "musa":
+        out.append("CUDA_VISIBLE_DEVICES is set but torch_musa reads MUSA_VISIBLE_DEVICES")
+    if info["torch_cuda_build"] and info["torch_musa"]:
+        out.append(f"torch is a CUDA build ({info['torch_cuda_build']}) and torch_musa is loaded: "
+                   "torch_musa expects a CPU build of torch")
+    if env.get("TORCHADA_DISABLE", "").lower() in truthy and env.get("TORCHADA_ACTIVE"):
+        out.append("TORCHADA_DISABLE wins over TORCHADA_ACTIVE: nothing is installed")
+    if env.get("TORCHADA_FORCE_CUDA_AVAILABLE", "").lower() in truthy:
+        out.append("TORCHADA_FORCE_CUDA_AVAILABLE: torch.cuda.is_available() answers for MUSA; "
+                   "libraries that then take CUDA-only paths may fail")
+    if info["platform"] != "musa":
+        out.append(f"platform is {info['platform']}: torchada installs nothing here")
+    return out
+
+
+def render(info: Dict[str, Any]) -> str:
+    lines = [
+        f"torchada {info['torchada']}  (python {info['python']}, torch {info['torch']}"
+        + (f", CUDA {info['torch_cuda_build']}" if info["torch_cuda_build"] else "") + ")",
+        f"platform      {info['platform']}  (torchada {'on' if info['enabled'] else 'off'})",
+        "torch_musa    " + (
+            f"{info['torch_musa']}" + (" (simulated)" if info["simulated"] else "")
+            if info["torch_musa"] else "not loaded"
+        ),
+    ]
+    for dev in info.get("devices", []):
+        lines.append(f"  musa:{dev['index']}      {dev['name']} (capability "
+                     f"{dev['capability'][0]}.{dev['capability'][1]})")
+    lines.append(f"native lib    {info['native_library']}")
+    if info["switches"]:
+        lines.append("environment   " + ", ".join(f"{k}={v}" for k, v in info["switches"].items()))
+    if info["switches_off"]:
+        lines.append("subsystems off " + ", ".join(info["switches_off"]))
+    for w in info["warnings"]:
+        lines.append(f"warning: {w}")
+    return "\n".join(lines)
+
+
+def main(argv: List[str]) -> int:
+    if argv and argv[0] in ("-h", "--help"):
+        print("usage: python -m torchada doctor [--json]")
+        return 0
+    unknown = [a for a in argv if a != "--json"]
+    if unknown:
+        print(f"python -m torchada doctor: unknown argument {unknown[0]!r}", file=sys.stderr)
+        return 2
+    info = collect()
+    print(json.dumps(info, indent=1) if "--json" in argv else render(info))
+    return 0
