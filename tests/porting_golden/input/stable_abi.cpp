@@ -1,0 +1,58 @@
+// Operator registration: classic dispatcher and the stable ABI.
+#include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/tensor.h>
+#include <torch/library.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+namespace myops {
+
+torch::stable::Tensor rms_norm_stable(torch::stable::Tensor x, double eps);
+at::Tensor rms_norm(const at::Tensor& x, double eps);
+at::Tensor rms_norm_backward(const at::Tensor& grad, const at::Tensor& x, double eps);
+
+at::Tensor rms_norm_cuda(const at::Tensor& x, double eps) {
+  TORCH_CHECK(x.device().type() == c10::DeviceType::CUDA, "expected a CUDA tensor");
+  TORCH_CHECK(x.device().type() == at::DeviceType::CUDA);
+  TORCH_CHECK(x.is_cuda());
+  auto opts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, x.get_device());
+  c10::Device dev(c10::kCUDA, 0);
+  (void)dev;
+  return rms_norm(x, eps).to(opts);
+}
+
+}  // namespace myops
+
+STABLE_TORCH_LIBRARY(myops, m) {
+  m.def("rms_norm(Tensor x, float eps) -> Tensor");
+}
+
+STABLE_TORCH_LIBRARY_IMPL(myops,
+                          CUDA,
+                          m) {
+  m.impl("rms_norm", TORCH_BOX(&myops::rms_norm_stable));
+}
+
+TORCH_LIBRARY_FRAGMENT(legacy_ops, m) {
+  m.def("rms_norm(Tensor x, float eps) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(legacy_ops, CUDA, m) {
+  m.impl("rms_norm", &myops::rms_norm_cuda);
+}
+
+TORCH_LIBRARY_IMPL(legacy_ops, /* training */ AutogradCUDA, m) {
+  m.impl("rms_norm", &myops::rms_norm);
+}
+
+TORCH_LIBRARY_IMPL(legacy_ops, CPU, m) {
+  // The CPU registration must stay as it is.
+  m.impl("rms_norm", &myops::rms_norm);
+}
+
+static auto registry = c10::DispatchKeySet(c10::DispatchKey::CUDA);
+
+// A namespace named cuda that is not at:: or c10:: is left alone and reported.
+namespace cuda {
+inline int device_count() { return 1; }
+}  // namespace cuda

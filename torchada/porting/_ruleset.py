@@ -1,0 +1,216 @@
+"""Loading and validating the porting rule tables.
+
+The tables live in ``rules/<domain>.json`` next to this module; the code here only knows the rule
+*kinds*, never individual names. Files whose name starts with ``_`` hold heuristics, not rules.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+logger = logging.getLogger("torchada.porting")
+
+RULES_DIR = Path(__file__).resolve().parent / "rules"
+
+#: Kinds that rewrite text when they apply.
+REWRITING_KINDS = frozenset(
+    {"rename", "member", "qualified", "dispatch-key", "header", "arch-macro"}
+)
+#: Kinds that never rewrite; every occurrence is reported for a human to decide.
+REPORTING_KINDS = frozenset({"unsupported", "version-guard"})
+#: Data-only rows consumed by a rewriting rule of another kind (the arch threshold table).
+TABLE_KINDS = frozenset({"arch-threshold"})
+KINDS = REWRITING_KINDS | REPORTING_KINDS | TABLE_KINDS
+
+_IDENT = re.compile(r"[A-Za-z_]\w*\Z", re.ASCII)
+_QUALIFIED = re.compile(r"[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+\Z", re.ASCII)
+
+
+class RuleError(ValueError):
+    """A rule table is malformed."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One CUDA -> MUSA mapping.
+
+    ``cuda`` is the CUDA spelling (identifier, ``ns::name``, header path, or a table label for
+    ``arch-threshold`` rows), ``musa`` its replacement, ``kind`` how it is applied.
+    """
+
+    cuda: str
+    musa: str
+    kind: str
+    domain: str
+    note: str = ""
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def rewrites(self) -> bool:
+        return self.kind in REWRITING_KINDS
+
+
+@dataclass(frozen=True)
+class ArchTier:
+    """A MUSA architecture and the range of CUDA ``__CUDA_ARCH__`` values whose features it has."""
+
+    musa_arch: int
+    cuda_min: int
+    cuda_max: int
+    label: str
+
+
+@dataclass
+class RuleSet:
+    """All rules, indexed the ways the engine needs them."""
+
+    rules: Tuple[Rule, ...]
+    by_key: Dict[str, Rule]
+    domains: Dict[str, Tuple[Rule, ...]]
+    headers: Dict[str, Rule]
+    arch_tiers: Tuple[ArchTier, ...]
+    identifier_patterns: Tuple[str, ...]
+    header_patterns: Tuple[str, ...]
+    needles: Tuple[Tuple[str, str], ...]
+    digest: str
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+    def count_by_domain(self) -> Dict[str, int]:
+        return {name: len(rules) for name, rules in sorted(self.domains.items())}
+
+
+def _parse_rule(raw: Mapping[str, Any], domain: str, where: str) -> Rule:
+    try:
+        cuda, musa, kind = raw["cuda"], raw["musa"], raw["kind"]
+    except KeyError as exc:
+        raise RuleError(f"{where}: rule {raw!r} lacks field {exc}") from None
+    if kind not in KINDS:
+        raise RuleError(f"{where}: rule {cuda!r} has unknown kind {kind!r}")
+    if not isinstance(cuda, str) or not isinstance(musa, str) or not cuda:
+        raise RuleError(f"{where}: rule {raw!r} needs non-empty string 'cuda' and 'musa'")
+    if kind in ("rename", "member", "dispatch-key", "arch-macro", "version-guard"):
+        if not _IDENT.match(cuda) or not _IDENT.match(musa):
+            raise RuleError(f"{where}: {kind} rule {cuda!r} -> {musa!r} must map identifiers")
+    if kind == "qualified":
+        if not _QUALIFIED.match(cuda) or not _QUALIFIED.match(musa):
+            raise RuleError(f"{where}: qualified rule {cuda!r} must look like ns::name")
+        if cuda.rsplit("::", 1)[0] != musa.rsplit("::", 1)[0]:
+            # Only the last component is replaced, so the qualifiers must agree.
+            raise RuleError(f"{where}: qualified rule {cuda!r} -> {musa!r} changes the qualifier")
+    if kind == "unsupported" and not (_IDENT.match(cuda) or _QUALIFIED.match(cuda)):
+        if "/" not in cuda and "." not in cuda:
+            raise RuleError(f"{where}: unsupported rule {cuda!r} is neither a name nor a header")
+    extra = {k: v for k, v in raw.items() if k not in ("cuda", "musa", "kind", "note")}
+    return Rule(cuda, musa, kind, domain, str(raw.get("note", "")), extra)
+
+
+def load_rules(rules_dir: Optional[Path] = None) -> RuleSet:
+    """Load every ``*.json`` rule table from ``rules_dir`` (default: the bundled tables).
+
+    Raises :class:`RuleError` on malformed data or a CUDA key defined twice.
+    """
+    if rules_dir is None:
+        return _load_default()
+    return _load(Path(rules_dir))
+
+
+@functools.lru_cache(maxsize=1)
+def _load_default() -> RuleSet:
+    return _load(RULES_DIR)
+
+
+def _load(rules_dir: Path) -> RuleSet:
+    files = sorted(rules_dir.glob("*.json"))
+    if not files:
+        raise RuleError(f"no rule tables found in {rules_dir}")
+    hasher = hashlib.sha256()
+    rules: List[Rule] = []
+    by_key: Dict[str, Rule] = {}
+    domains: Dict[str, Tuple[Rule, ...]] = {}
+    ident_patterns: Tuple[str, ...] = ()
+    header_patterns: Tuple[str, ...] = ()
+    needles: Tuple[Tuple[str, str], ...] = ()
+    for path in files:
+        raw_bytes = path.read_bytes()
+        hasher.update(path.name.encode() + b"\0" + raw_bytes + b"\0")
+        try:
+            data = json.loads(raw_bytes.decode("utf-8"))
+        except ValueError as exc:
+            raise RuleError(f"{path}: not valid JSON: {exc}") from None
+        if path.name.startswith("_"):
+            ident_patterns += tuple(data.get("identifier_patterns", ()))
+            header_patterns += tuple(data.get("header_patterns", ()))
+            for needle in data.get("needles", ()):
+                first, rest = needle
+                if len(first) != 1:
+                    raise RuleError(f"{path.name}: needle {needle!r} must start with one character")
+                needles += ((first, rest),)
+            continue
+        domain = data.get("domain") or path.stem
+        parsed = []
+        for i, raw in enumerate(data.get("rules", ())):
+            rule = _parse_rule(raw, domain, f"{path.name}[{i}]")
+            previous = by_key.get(rule.cuda)
+            if previous is not None:
+                raise RuleError(
+                    f"key {rule.cuda!r} is defined in domain {previous.domain!r} and again in "
+                    f"{domain!r} ({path.name})"
+                )
+            by_key[rule.cuda] = rule
+            parsed.append(rule)
+        domains[domain] = tuple(parsed)
+        rules.extend(parsed)
+    for pattern in ident_patterns + header_patterns + tuple(f + r for f, r in needles):
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise RuleError(f"bad detection pattern {pattern!r}: {exc}") from None
+    tiers = sorted(
+        (
+            ArchTier(
+                int(r.extra["musa_arch"]),
+                int(r.extra["cuda_min"]),
+                int(r.extra["cuda_max"]),
+                r.cuda,
+            )
+            for r in rules
+            if r.kind == "arch-threshold"
+        ),
+        key=lambda t: t.cuda_min,
+    )
+    for lower, upper in zip(tiers, tiers[1:]):
+        # The threshold rewrite assumes ordered, non-overlapping tiers with ascending MUSA archs.
+        if lower.cuda_max >= upper.cuda_min or lower.musa_arch >= upper.musa_arch:
+            raise RuleError(
+                f"arch tiers {lower.label!r} and {upper.label!r} overlap or are unordered"
+            )
+    headers = {r.cuda: r for r in rules if r.kind == "header" or _is_header_key(r)}
+    ruleset = RuleSet(
+        rules=tuple(rules),
+        by_key=by_key,
+        domains=domains,
+        headers=headers,
+        arch_tiers=tuple(tiers),
+        identifier_patterns=ident_patterns,
+        header_patterns=header_patterns,
+        needles=needles,
+        digest=hasher.hexdigest(),
+    )
+    logger.debug("loaded %d porting rules from %s", len(ruleset), rules_dir)
+    return ruleset
+
+
+def _is_header_key(rule: Rule) -> bool:
+    # Unsupported headers share the "unsupported" kind with names; tell them apart by shape.
+    return rule.kind == "unsupported" and not (
+        _IDENT.match(rule.cuda) or _QUALIFIED.match(rule.cuda)
+    )

@@ -1,0 +1,201 @@
+"""Reports produced by the porter: per file and per tree, as JSON or a plain-text table."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+__all__ = ["Finding", "FileReport", "TreeReport"]
+
+#: FileReport.status values.
+STATUS_PORTED = "ported"  # translated; the output differs from the input
+STATUS_UNCHANGED = "unchanged"  # translated; nothing needed rewriting
+STATUS_CACHED = "cached"  # source unchanged since the last port_tree run; report reused
+STATUS_COPIED = "copied"  # not a C/C++/CUDA source; copied byte for byte
+STATUS_MUSA = "musa-source"  # hand-written .mu/.muh; copied byte for byte, never rewritten
+STATUS_BINARY = "binary"  # looks binary; copied byte for byte
+STATUS_UNDECODABLE = "non-utf8"  # not UTF-8; copied byte for byte
+STATUS_REMOVED = "removed"  # stale output of a source that no longer exists
+
+
+@dataclass
+class Finding:
+    """A name the porter left in place: how often, first line, and why."""
+
+    name: str
+    count: int = 0
+    line: int = 0
+    note: str = ""
+
+    def to_dict(self) -> Dict[str, Any]:
+        data: Dict[str, Any] = {"count": self.count, "line": self.line}
+        if self.note:
+            data["note"] = self.note
+        return data
+
+
+@dataclass
+class FileReport:
+    """What happened to one file.
+
+    ``translated`` maps a rule (its CUDA spelling) to how often it was applied. ``remaining``
+    lists CUDA-looking names in code that no rule covered. ``attention`` lists names a rule
+    deliberately kept (version macros, unsupported APIs, unrecognised ``__CUDA_ARCH__`` uses).
+    """
+
+    path: Optional[str] = None
+    output_path: Optional[str] = None
+    status: str = STATUS_UNCHANGED
+    translated: Dict[str, int] = field(default_factory=dict)
+    remaining: Dict[str, Finding] = field(default_factory=dict)
+    attention: Dict[str, Finding] = field(default_factory=dict)
+    notes: List[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.status == STATUS_PORTED
+
+    @property
+    def translation_count(self) -> int:
+        return sum(self.translated.values())
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "path": self.path,
+            "output_path": self.output_path,
+            "status": self.status,
+            "translated": dict(sorted(self.translated.items())),
+            "remaining": {k: v.to_dict() for k, v in sorted(self.remaining.items())},
+            "attention": {k: v.to_dict() for k, v in sorted(self.attention.items())},
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "FileReport":
+        def findings(raw: Dict[str, Any]) -> Dict[str, Finding]:
+            return {
+                k: Finding(k, int(v.get("count", 0)), int(v.get("line", 0)), v.get("note", ""))
+                for k, v in raw.items()
+            }
+
+        return cls(
+            path=data.get("path"),
+            output_path=data.get("output_path"),
+            status=data.get("status", STATUS_UNCHANGED),
+            translated={k: int(v) for k, v in data.get("translated", {}).items()},
+            remaining=findings(data.get("remaining", {})),
+            attention=findings(data.get("attention", {})),
+            notes=list(data.get("notes", [])),
+        )
+
+    def to_json(self, indent: Optional[int] = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def format_table(self) -> str:
+        return _format_files([self])
+
+
+@dataclass
+class TreeReport:
+    """Reports of every file a :func:`port_tree` run looked at."""
+
+    source: str
+    output: str
+    files: List[FileReport] = field(default_factory=list)
+    written: List[str] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+
+    def totals(self) -> Dict[str, int]:
+        by_status: Dict[str, int] = {}
+        for report in self.files:
+            by_status[report.status] = by_status.get(report.status, 0) + 1
+        return {
+            "files": len(self.files),
+            "written": len(self.written),
+            "translations": sum(r.translation_count for r in self.files),
+            "remaining": sum(f.count for r in self.files for f in r.remaining.values()),
+            "attention": sum(f.count for r in self.files for f in r.attention.values()),
+            **{f"status:{k}": v for k, v in sorted(by_status.items())},
+        }
+
+    def translated(self) -> Dict[str, int]:
+        merged: Dict[str, int] = {}
+        for report in self.files:
+            for key, count in report.translated.items():
+                merged[key] = merged.get(key, 0) + count
+        return merged
+
+    def remaining(self) -> Dict[str, int]:
+        merged: Dict[str, int] = {}
+        for report in self.files:
+            for key, finding in report.remaining.items():
+                merged[key] = merged.get(key, 0) + finding.count
+        return merged
+
+    def file(self, path: str) -> FileReport:
+        for report in self.files:
+            if report.path == path:
+                return report
+        raise KeyError(path)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "source": self.source,
+            "output": self.output,
+            "totals": self.totals(),
+            "written": list(self.written),
+            "notes": list(self.notes),
+            "files": [r.to_dict() for r in self.files],
+        }
+
+    def to_json(self, indent: Optional[int] = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def format_table(self) -> str:
+        totals = self.totals()
+        head = (
+            f"ported {self.source} -> {self.output}: {totals['files']} files, "
+            f"{totals['written']} written, {totals['translations']} translations, "
+            f"{totals['remaining']} unported CUDA-looking names, "
+            f"{totals['attention']} kept for review"
+        )
+        lines = [head, _format_files(self.files)]
+        lines.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+
+def _format_files(files: List[FileReport]) -> str:
+    rows = [("file", "status", "translated", "remaining", "review")]
+    details: List[str] = []
+    for r in files:
+        rows.append(
+            (
+                r.path or "<string>",
+                r.status,
+                str(r.translation_count),
+                str(sum(f.count for f in r.remaining.values())),
+                str(sum(f.count for f in r.attention.values())),
+            )
+        )
+        name = r.path or "<string>"
+        if r.translated:
+            top = sorted(r.translated.items(), key=lambda kv: (-kv[1], kv[0]))
+            details.append(f"{name}: translated " + ", ".join(f"{k} x{v}" for k, v in top))
+        for title, group in (("unported", r.remaining), ("review", r.attention)):
+            for key, f in sorted(group.items()):
+                note = f" ({f.note})" if f.note else ""
+                details.append(f"{name}:{f.line}: {title} {key} x{f.count}{note}")
+        details.extend(f"{name}: note: {n}" for n in r.notes)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    out = []
+    for i, row in enumerate(rows):
+        cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1])]
+        cells += [c.rjust(w) for c, w in zip(row[2:], widths[2:])]
+        out.append("  ".join(cells).rstrip())
+        if i == 0:
+            out.append("  ".join("-" * w for w in widths))
+    if details:
+        out.append("")
+        out.extend(details)
+    return "\n".join(out)
