@@ -40,6 +40,18 @@ def _put(obj: object, attr: str, value: Any) -> None:
         setattr(obj, attr, value)
 
 
+def _hand_back_submodules(name: str, proxy: ModuleType, original: Any) -> None:
+    # A submodule first imported while the proxy was in sys.modules was bound as an attribute of
+    # the proxy only; the original package must get it too, or ``pkg.sub`` breaks after undo.
+    prefix = name + "."
+    for key, module in list(sys.modules.items()):
+        if not key.startswith(prefix) or "." in key[len(prefix) :]:
+            continue
+        child = key[len(prefix) :]
+        if _peek(proxy, child) is module and _peek(original, child) is _MISSING:
+            _put(original, child, module)
+
+
 class _Swap:
     __slots__ = ("name", "original", "parent", "parent_value", "proxy")
 
@@ -94,6 +106,8 @@ class SwapLedger:
         self._detach(swap)
         current = sys.modules.get(name, _MISSING)
         if current is swap.proxy or current is _MISSING:
+            if swap.original is not _MISSING:
+                _hand_back_submodules(name, swap.proxy, swap.original)
             if swap.original is _MISSING:
                 sys.modules.pop(name, None)
             else:

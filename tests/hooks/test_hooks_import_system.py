@@ -464,6 +464,21 @@ def test_uninstall_deletes_attribute_bound_on_parent_imported_after_install(pkg,
     assert real.REAL is True and top.sub is real
 
 
+def test_uninstall_hands_submodules_imported_through_proxy_back_to_original(pkg, hooks):
+    real_sub = importlib.import_module(pkg.name("sub"))
+    proxy, _ = make_proxy(pkg.name("sub"), is_package=True, attrs={"__path__": real_sub.__path__})
+    hooks.register(pkg.name("sub"), proxy)
+    hooks.install()
+    other = importlib.import_module(pkg.name("sub.other"))  # unregistered child, real module
+    assert vars(proxy)["other"] is other
+    assert "other" not in vars(real_sub)
+    hooks.uninstall()
+    assert sys.modules[pkg.name("sub")] is real_sub
+    assert real_sub.other is other
+    ns = run(f"import {pkg.top}.sub.other")
+    assert ns[pkg.top].sub.other is other
+
+
 def test_uninstall_leaves_entries_replaced_by_others(pkg, hooks):
     proxy, _ = make_proxy(pkg.name("plain"))
     hooks.register(pkg.name("plain"), proxy)
