@@ -4,8 +4,9 @@ Two kinds of artefact go through here, both driven by ninja:
 - torch C++ extensions (through ``torch.utils.cpp_extension.load``, which writes a ninja file);
 - plain C shared libraries (our own ``build.ninja``), e.g. the simulator's ``libmusart.so``.
 
-The lock is ``fcntl.flock`` on a file beside the build directory: the kernel drops it when the holder
-dies, so a build killed half-way never makes a later import wait forever (torch's own lock file does).
+The lock is ``fcntl.flock`` on a file beside the build directory: the kernel drops it when the
+holder dies, so a build killed half-way never makes a later import wait forever (torch's own lock
+file does).
 """
 
 from __future__ import annotations
@@ -107,6 +108,16 @@ def _load_extension_file(name: str, path: Path) -> ModuleType:
     return module
 
 
+def torch_cpp_extension() -> ModuleType:
+    """torch's own ``torch.utils.cpp_extension``, also while torchada's proxy stands in for it.
+
+    torchada's builds reference CUDA names on purpose; the proxy's porting front end must not
+    rewrite them.
+    """
+    module = importlib.import_module("torch.utils.cpp_extension")
+    return vars(module).get("__torchada_original__") or module
+
+
 def load_torch_extension(
     name: str, sources: Sequence[Path], extra_cflags: Sequence[str] = ()
 ) -> ModuleType:
@@ -128,8 +139,7 @@ def load_torch_extension(
         # Only a dead builder can have left torch's own baton behind: we hold the lock.
         (build_dir / "lock").unlink(missing_ok=True)
         _ensure_ninja_on_path()
-        from torch.utils import cpp_extension
-
+        cpp_extension = torch_cpp_extension()
         start = _announce(f"native library '{name}'")
         try:
             module = cpp_extension.load(

@@ -1,0 +1,289 @@
+// "cuda" devices served by the MUSA backend (PrivateUse1), with no Python on the way.
+//
+// In a PyTorch build without CUDA, a "cuda" factory reaches the dispatcher with the CUDA key (after
+// torch.cuda._lazy_init(), which torchada answers with torch_musa's), where no kernel exists, and
+// moving a tensor to "cuda" asks for a CUDA device guard, whose slot is empty. This file fills both
+// slots, at run time and only when asked (so loading the library changes nothing):
+//   - unboxed CUDA kernels for empty.memory_format / empty_strided (every factory, *_like, new_*
+//     and _to_copy allocate through them) that redispatch straight to the PrivateUse1 kernel;
+//   - a boxed CUDA fallback for the few factories with backend-specific kernels (tril_indices, ...),
+//     rewriting their Device arguments to PrivateUse1;
+//   - a CUDA device guard that delegates every call to the PrivateUse1 guard, translating devices
+//     and streams at the boundary.
+// Registrations cannot be taken back, so a global switch makes them inert: switched off, they fail
+// the way they would without torchada (NotImplementedError from kernels, "not linked with support
+// for cuda devices" from the guard).
+
+#include "torchada_native.h"
+
+#include <ATen/ops/empty_ops.h>
+#include <ATen/ops/empty_strided_ops.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/library.h>
+
+#include <atomic>
+#include <mutex>
+#include <string>
+
+namespace torchada_native {
+namespace {
+
+constexpr c10::DeviceType kCuda = c10::DeviceType::CUDA;
+constexpr c10::DeviceType kMusa = c10::DeviceType::PrivateUse1;
+
+std::atomic<bool> g_enabled{false};
+std::mutex g_register_mutex;
+bool g_registered = false;
+
+constexpr const char* kSwitchedOff =
+    "torchada's device translation, which runs 'cuda' devices on MUSA, is switched off "
+    "(torchada.disable() was called); use a 'musa' device, or call torchada.enable() again";
+
+inline bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
+
+inline c10::Device to_musa(c10::Device d) {
+  return d.type() == kCuda ? c10::Device(kMusa, d.index()) : d;
+}
+inline c10::Device to_cuda(c10::Device d) {
+  return d.type() == kMusa ? c10::Device(kCuda, d.index()) : d;
+}
+inline c10::Stream to_musa(const c10::Stream& s) {
+  return s.device_type() == kCuda ? c10::Stream(c10::Stream::UNSAFE, to_musa(s.device()), s.id())
+                                  : s;
+}
+inline c10::Stream to_cuda(const c10::Stream& s) {
+  return s.device_type() == kMusa ? c10::Stream(c10::Stream::UNSAFE, to_cuda(s.device()), s.id())
+                                  : s;
+}
+
+// The backend's own error stays (type and text); the note says which device the user asked for.
+void add_device_context(c10::Error& e, c10::Device user) {
+  e.add_context(c10::str("torchada: device '", user, "' runs on MUSA as '", to_musa(user), "'"));
+}
+
+[[noreturn]] void kernel_switched_off(const std::string& op) {
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "Could not run '", op,
+                              "' with arguments from the 'CUDA' backend: ", kSwitchedOff, ".");
+}
+
+// ---------------------------------------------------------------- kernels
+const c10::DispatchKeySet kMusaKeys(c10::DispatchKey::PrivateUse1);
+
+at::Tensor empty_memory_format(c10::SymIntArrayRef size, std::optional<at::ScalarType> dtype,
+                               std::optional<at::Layout> layout,
+                               std::optional<at::Device> device, std::optional<bool> pin_memory,
+                               std::optional<at::MemoryFormat> memory_format) {
+  if (!enabled()) kernel_switched_off("aten::empty.memory_format");
+  const c10::Device user = device.value_or(c10::Device(kCuda));
+  try {
+    return at::_ops::empty_memory_format::redispatch(kMusaKeys, size, dtype, layout,
+                                                     to_musa(user), pin_memory, memory_format);
+  } catch (c10::Error& e) {
+    add_device_context(e, user);
+    throw;
+  }
+}
+
+at::Tensor empty_strided(c10::SymIntArrayRef size, c10::SymIntArrayRef stride,
+                         std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
+                         std::optional<at::Device> device, std::optional<bool> pin_memory) {
+  if (!enabled()) kernel_switched_off("aten::empty_strided");
+  const c10::Device user = device.value_or(c10::Device(kCuda));
+  try {
+    return at::_ops::empty_strided::redispatch(kMusaKeys, size, stride, dtype, layout,
+                                               to_musa(user), pin_memory);
+  } catch (c10::Error& e) {
+    add_device_context(e, user);
+    throw;
+  }
+}
+
+// Any other op that reaches the CUDA key got there through a "cuda" Device argument (a CPU build
+// has no CUDA tensors): rewrite those arguments and run the op on the MUSA backend.
+void cuda_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/,
+                   torch::jit::Stack* stack) {
+  if (!enabled()) kernel_switched_off(c10::toString(op.schema().operator_name()));
+  const size_t n = op.schema().arguments().size();
+  const size_t base = stack->size() - n;
+  std::optional<c10::Device> user;
+  for (size_t i = base; i < stack->size(); ++i) {
+    auto& iv = (*stack)[i];
+    if (iv.isDevice() && iv.toDevice().type() == kCuda) {
+      if (!user) user = iv.toDevice();
+      iv = c10::IValue(to_musa(iv.toDevice()));
+    }
+  }
+  try {
+    op.redispatchBoxed(kMusaKeys, stack);
+  } catch (c10::Error& e) {
+    if (user) add_device_context(e, *user);
+    throw;
+  }
+}
+
+// ---------------------------------------------------------------- device guard
+const c10::impl::DeviceGuardImplInterface* musa_impl() {
+  return c10::impl::getDeviceGuardImpl(kMusa);
+}
+
+void guard_check_enabled() {
+  TORCH_CHECK(enabled(), "PyTorch is not linked with support for cuda devices: ", kSwitchedOff,
+              ".");
+}
+
+struct CudaAsMusaGuardImpl final : c10::impl::DeviceGuardImplInterface {
+  c10::DeviceType type() const override { return kCuda; }
+
+  c10::Device exchangeDevice(c10::Device d) const override {
+    guard_check_enabled();
+    try {
+      return to_cuda(musa_impl()->exchangeDevice(to_musa(d)));
+    } catch (c10::Error& e) {
+      add_device_context(e, d);
+      throw;
+    }
+  }
+  c10::Device getDevice() const override {
+    guard_check_enabled();
+    return to_cuda(musa_impl()->getDevice());
+  }
+  // Never refused: the autograd engine calls setDevice on every registered guard from its worker
+  // threads (where an exception would terminate the process), whatever devices the program uses.
+  void setDevice(c10::Device d) const override {
+    try {
+      musa_impl()->setDevice(to_musa(d));
+    } catch (c10::Error& e) {
+      add_device_context(e, d);
+      throw;
+    }
+  }
+  // Undo paths (guard destructors) must work whatever the switch says, and never throw.
+  // Switched off, only the entry points a "cuda" device reaches (exchangeDevice, getDevice, the
+  // stream getters) refuse; everything else keeps delegating.
+  void uncheckedSetDevice(c10::Device d) const noexcept override {
+    if (auto* p = c10::impl::device_guard_impl_registry[static_cast<size_t>(kMusa)].load()) {
+      p->uncheckedSetDevice(to_musa(d));
+    }
+  }
+  c10::Stream getStream(c10::Device d) const override {
+    guard_check_enabled();
+    return to_cuda(musa_impl()->getStream(to_musa(d)));
+  }
+  c10::Stream getDefaultStream(c10::Device d) const override {
+    guard_check_enabled();
+    return to_cuda(musa_impl()->getDefaultStream(to_musa(d)));
+  }
+  c10::Stream getStreamFromGlobalPool(c10::Device d, bool high_priority) const override {
+    guard_check_enabled();
+    return to_cuda(musa_impl()->getStreamFromGlobalPool(to_musa(d), high_priority));
+  }
+  c10::Stream getNewStream(c10::Device d, int priority) const override {
+    guard_check_enabled();
+    return to_cuda(musa_impl()->getNewStream(to_musa(d), priority));
+  }
+  c10::Stream exchangeStream(c10::Stream s) const override {
+    return to_cuda(musa_impl()->exchangeStream(to_musa(s)));
+  }
+  void* getStreamNativeHandle(const c10::Stream s) const override {
+    return musa_impl()->getStreamNativeHandle(to_musa(s));
+  }
+  void destroyEvent(void* event, const c10::DeviceIndex device_index) const noexcept override {
+    if (auto* p = c10::impl::device_guard_impl_registry[static_cast<size_t>(kMusa)].load()) {
+      p->destroyEvent(event, device_index);
+    }
+  }
+  void record(void** event, const c10::Stream& stream, const c10::DeviceIndex device_index,
+              const c10::EventFlag flag) const override {
+    musa_impl()->record(event, to_musa(stream), device_index, flag);
+  }
+  void block(void* event, const c10::Stream& stream) const override {
+    musa_impl()->block(event, to_musa(stream));
+  }
+  bool queryEvent(void* event) const override { return musa_impl()->queryEvent(event); }
+  c10::DeviceIndex deviceCount() const noexcept override {
+    auto* p = c10::impl::device_guard_impl_registry[static_cast<size_t>(kMusa)].load();
+    return p ? p->deviceCount() : 0;
+  }
+  c10::DeviceCapability getDeviceCapability(c10::Device d) const override {
+    return musa_impl()->getDeviceCapability(to_musa(d));
+  }
+  bool queryStream(const c10::Stream& stream) const override {
+    return musa_impl()->queryStream(to_musa(stream));
+  }
+  void synchronizeStream(const c10::Stream& stream) const override {
+    musa_impl()->synchronizeStream(to_musa(stream));
+  }
+  bool isStreamCapturing(const c10::Stream& stream) const override {
+    return musa_impl()->isStreamCapturing(to_musa(stream));
+  }
+  void synchronizeEvent(void* event) const override { musa_impl()->synchronizeEvent(event); }
+  void synchronizeDevice(const c10::DeviceIndex device_index) const override {
+    musa_impl()->synchronizeDevice(device_index);
+  }
+  void recordDataPtrOnStream(const c10::DataPtr& data_ptr,
+                             const c10::Stream& stream) const override {
+    musa_impl()->recordDataPtrOnStream(data_ptr, to_musa(stream));
+  }
+  double elapsedTime(void* event1, void* event2,
+                     const c10::DeviceIndex device_index) const override {
+    return musa_impl()->elapsedTime(event1, event2, device_index);
+  }
+};
+
+// ---------------------------------------------------------------- registration
+bool has_cuda_kernel(const char* name, const char* overload) {
+  auto op = c10::Dispatcher::singleton().findSchema({name, overload});
+  return op && op->hasKernelForDispatchKey(c10::DispatchKey::CUDA);
+}
+
+// Why the CUDA slots cannot be taken, or "" when they can: only a build without CUDA, with the
+// MUSA backend's guard in place, qualifies.
+std::string blocker() {
+  if (c10::impl::hasDeviceGuardImpl(kCuda)) {
+    return "a CUDA device guard is already registered (this PyTorch has CUDA support)";
+  }
+  if (!c10::impl::hasDeviceGuardImpl(kMusa)) {
+    return "no MUSA (PrivateUse1) device guard is registered: torch_musa is not loaded";
+  }
+  if (has_cuda_kernel("aten::empty", "memory_format") || has_cuda_kernel("aten::empty_strided", "")) {
+    return "aten::empty already has a CUDA kernel (this PyTorch has CUDA support)";
+  }
+  if (c10::Dispatcher::singleton().hasBackendFallbackForDispatchKey(c10::DispatchKey::CUDA)) {
+    return "another library already registered a fallback for the CUDA dispatch key";
+  }
+  return "";
+}
+
+void register_translation() {
+  std::lock_guard<std::mutex> lock(g_register_mutex);
+  if (g_registered) return;
+  const std::string why = blocker();
+  TORCH_CHECK(why.empty(), "torchada cannot serve 'cuda' devices natively: ", why);
+  // Leaked on purpose: the dispatcher and the guard registry keep pointing at them until exit.
+  c10::impl::registerDeviceGuard(kCuda, new CudaAsMusaGuardImpl());
+  auto* kernels = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::CUDA,
+                                     __FILE__, __LINE__);
+  kernels->impl("empty.memory_format", TORCH_FN(empty_memory_format));
+  kernels->impl("empty_strided", TORCH_FN(empty_strided));
+  auto* fallback =
+      new torch::Library(torch::Library::IMPL, "_", c10::DispatchKey::CUDA, __FILE__, __LINE__);
+  fallback->fallback(torch::CppFunction::makeFromBoxedFunction<&cuda_fallback>());
+  g_registered = true;
+}
+
+}  // namespace
+
+void init_device_translation(pybind11::module_& m) {
+  m.def("device_translation_blocker", &blocker,
+        "Why 'cuda' devices cannot be served natively in this process, or '' when they can.");
+  m.def("register_device_translation", &register_translation,
+        "Fill the CUDA kernel and guard slots (once per process; switched off until enabled).");
+  m.def("device_translation_registered", [] {
+    std::lock_guard<std::mutex> lock(g_register_mutex);
+    return g_registered;
+  });
+  m.def("set_device_translation_enabled", [](bool on) { g_enabled.store(on); });
+  m.def("device_translation_enabled", [] { return enabled(); });
+}
+
+}  // namespace torchada_native

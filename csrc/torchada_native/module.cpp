@@ -1,0 +1,9 @@
+// Python entry point of torchada's native library (loaded through torchada._native).
+
+#include "torchada_native.h"
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.doc() = "torchada native helpers; use through torchada._native";
+  torchada_native::init_device_translation(m);
+  torchada_native::init_device_methods(m);
+}

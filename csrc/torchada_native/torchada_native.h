@@ -1,0 +1,17 @@
+// torchada's native library: pieces that must live below Python to cost nothing on hot paths.
+// Each feature exposes an init function that module.cpp calls to add its Python bindings; nothing
+// is registered with torch when the library is loaded, only when Python asks for it.
+
+#pragma once
+
+#include <torch/extension.h>
+
+namespace torchada_native {
+
+// "cuda" devices served by the MUSA (PrivateUse1) backend: see device_translation.cpp.
+void init_device_translation(pybind11::module_& m);
+
+// Tensor.to reading "cuda" devices as MUSA ones before torch compares devices: device_methods.cpp.
+void init_device_methods(pybind11::module_& m);
+
+}  // namespace torchada_native

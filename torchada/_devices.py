@@ -1,0 +1,469 @@
+"""Device translation: every "cuda" device a CUDA program names produces musa tensors on MUSA.
+
+``torch.empty(8, device="cuda")``, ``x.cuda(1)``, ``x.to("cuda:1")``, ``model.cuda()``,
+``with torch.device("cuda")``, ``torch.Generator("cuda")``, ``torch.UntypedStorage(n,
+device="cuda")``, ``torch.load(..., map_location="cuda")``: a ``cuda[:N]`` device is read as
+``musa[:N]``. Anything else is left to torch, so malformed devices fail exactly as the same device
+spelled with "musa" would, with a message naming what the user wrote.
+
+Identity is honest: tensors live on MUSA, so ``tensor.device.type == "musa"`` and
+``tensor.is_cuda is False``. ``torch.device("cuda")`` itself stays a cuda device (it is only a
+name until something is allocated with it). Code that tests ``x.device.type == "cuda"`` should use
+``torchada.is_gpu_device(x)``; :func:`translate_device` gives the musa device a CUDA spec means.
+``TORCHADA_CUDA_IS_MUSA=1`` opts in to ``tensor.is_cuda`` answering True for musa tensors (a
+Python property instead of torch's C getter: slower, so off by default); ``device.type`` cannot
+be changed.
+
+Two implementations, chosen once per process by :func:`install`:
+
+* native (``csrc/torchada_native``, the default): CUDA-key kernels for ``empty.memory_format`` and
+  ``empty_strided`` (every factory, ``*_like``, ``new_*`` and ``.to()`` allocate through them), a
+  boxed CUDA fallback for the factories with backend-specific kernels, and a CUDA device guard
+  delegating to MUSA's. Factories and ``torch.device`` stay torch's own C functions. So that
+  ``x.to("cuda")`` returns ``x`` when it is already there (torch decides by comparing devices),
+  the device is read as "musa" before torch sees it: torch_musa's Python ``Tensor.to`` is kept and
+  the C ``to`` it ends with is swapped for a C function that translates first (without such a
+  wrapper, ``Tensor.to`` becomes a C method doing the same). Registered at most once per process,
+  only in a PyTorch without CUDA; :func:`torchada.disable` makes them inert: kernels then raise
+  torch's NotImplementedError ("Could not run ... 'CUDA' backend"), the guard torch's "not linked
+  with support for cuda devices", as without torchada. Known difference: ``torch.as_tensor(t,
+  device="cuda")`` of a musa tensor copies it (torch compares devices inside, out of reach).
+* Python fallback (no compiler, a failed build, or ``TORCHADA_NATIVE=0``): Python wrappers that
+  translate the ``device`` keyword of every factory in
+  ``torch.utils._device._device_constructors()``, of ``torch.*_like`` and ``torch.normal``, and of
+  the ``Tensor.new_*`` methods, plus a Python ``Tensor.to``. Each costs a Python call on every use,
+  CPU ones included.
+
+Both paths also patch, in Python: ``Tensor.cuda`` (an int is a MUSA index; a musa device is
+accepted), ``torch.Generator`` (a subclass whose calls return plain generators and whose
+isinstance checks accept them), ``UntypedStorage.__new__`` and ``_StorageBase.to`` (so storages'
+``.cuda()``/``.to("cuda")`` work), ``torch.utils._device.DeviceContext`` (``with
+torch.device("cuda")`` and ``torch.set_default_device("cuda")`` record the musa device), and
+register a ``torch.serialization`` deserializer that loads "cuda[:N]" locations (checkpoints
+written on NVIDIA machines, ``map_location="cuda:1"``, ``{"cuda:0": "cuda:1"}``) onto musa[:N].
+``Module.cuda``/``Module.to`` need nothing: they call ``Tensor.cuda``/``Tensor.to``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+from typing import Any, Callable, Dict, Optional, Tuple
+
+import torch
+
+from . import _native
+
+logger = logging.getLogger("torchada")
+
+CUDA_IS_MUSA_ENV = "TORCHADA_CUDA_IS_MUSA"
+
+_Device = torch.device
+_MISS = object()
+_STR_CACHE_LIMIT = 256
+_str_cache: Dict[str, Any] = {}  # spec -> musa torch.device, or None for "not a cuda spec"
+_by_index: Dict[Optional[int], Any] = {}
+_backend = "musa"
+_path: Optional[str] = None
+_warned: set = set()
+_warn_lock = threading.Lock()
+
+
+def _truthy(value: Optional[str]) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _warn_once(cause: str, message: str, *args: Any) -> None:
+    with _warn_lock:
+        if cause in _warned:
+            return
+        _warned.add(cause)
+    logger.warning(message, *args)
+
+
+def path() -> Optional[str]:
+    """Which implementation serves "cuda" devices: "native", "python", or None when off."""
+    return _path
+
+
+# ---------------------------------------------------------------- the translation itself
+def _musa(index: Optional[int]) -> Any:
+    dev = _by_index.get(index)
+    if dev is None:
+        dev = torch.device(_backend, index) if index is not None else torch.device(_backend)
+        _by_index[index] = dev
+    return dev
+
+
+def _cuda_to_musa(spec: Any) -> Any:
+    """The musa device a CUDA device spec names; None when ``spec`` is not one (ints, None, "cpu",
+    musa devices, junk). A malformed ``"cuda:..."`` raises torch's own error, naming the string."""
+    if spec.__class__ is _Device:
+        return _musa(spec.index) if spec.type == "cuda" else None
+    if not isinstance(spec, str):
+        return None
+    hit = _str_cache.get(spec, _MISS)
+    if hit is not _MISS:
+        return hit
+    result = None
+    if spec[:4] == "cuda" and (len(spec) == 4 or spec[4] == ":"):
+        torch.device(str(spec))  # torch's parser: its errors name what the user wrote
+        # The very device torch makes of the musa spelling, index quirks included.
+        result = torch.device(_backend + spec[4:])
+    if len(_str_cache) < _STR_CACHE_LIMIT:
+        _str_cache[str(spec)] = result
+    return result
+
+
+def translate_device(spec: Any) -> Any:
+    """``torch.device`` for ``spec``, with ``cuda[:N]`` read as ``musa[:N]``.
+
+    Anything else is parsed by ``torch.device`` unchanged, so it raises what torch raises.
+    """
+    if isinstance(spec, (torch.device, str)):
+        dev = _cuda_to_musa(spec)
+        if dev is not None:
+            return dev
+    return torch.device(spec)
+
+
+def _device_note(user: Any, dev: Any) -> str:
+    return f"torchada: device '{user}' runs on MUSA as '{dev}'"
+
+
+def _add_device_context(err: BaseException, user: Any, dev: Any) -> None:
+    # Same text as the native path: the backend's error, then the device the user asked for.
+    note = _device_note(user, dev)
+    if err.args and isinstance(err.args[0], str) and note not in err.args[0]:
+        err.args = (f"{err.args[0]} ({note})",) + tuple(err.args[1:])
+
+
+def _call_translated(fn: Callable, args: Tuple, kwargs: Dict[str, Any], user: Any, dev: Any) -> Any:
+    try:
+        return fn(*args, **kwargs)
+    except Exception as err:
+        _add_device_context(err, user, dev)
+        raise
+
+
+# ---------------------------------------------------------------- wrappers (both paths)
+def _make_tensor_cuda(c_to: Callable) -> Callable:
+    preserve = torch.preserve_format
+    backend = _backend
+
+    def cuda(self, device=None, non_blocking=False, memory_format=preserve):
+        if device is None:
+            dev = _musa(None)  # torch fills in the current device and aliases when already there
+        elif device.__class__ is int:
+            dev = _musa(device)  # torch.device raises for negative indices, as torch's .cuda() does
+        else:
+            dev = _cuda_to_musa(device)
+            if dev is None:
+                dev = torch.device(device)
+                if dev.type != backend:  # a musa device (e.g. another tensor's) is the same GPU
+                    raise RuntimeError("Invalid device, must be cuda device")
+        if device is None:
+            return c_to(self, dev, non_blocking=non_blocking, memory_format=memory_format)
+        user = f"cuda:{device}" if device.__class__ is int else device
+        return _call_translated(
+            c_to,
+            (self, dev),
+            {"non_blocking": non_blocking, "memory_format": memory_format},
+            user,
+            dev,
+        )
+
+    cuda.__doc__ = torch._C.TensorBase.cuda.__doc__
+    return cuda
+
+
+def _make_python_tensor_to(previous: Callable) -> Callable:
+    device_type = _Device
+
+    def to(self, *args, **kwargs):
+        if args:
+            spec = args[0]
+            if spec.__class__ is device_type or isinstance(spec, str):
+                dev = _cuda_to_musa(spec)
+                if dev is not None:
+                    return _call_translated(previous, (self, dev) + args[1:], kwargs, spec, dev)
+        if kwargs:
+            spec = kwargs.get("device")
+            if spec is not None:
+                dev = _cuda_to_musa(spec)
+                if dev is not None:
+                    kwargs["device"] = dev
+                    return _call_translated(previous, (self,) + args, kwargs, spec, dev)
+        return previous(self, *args, **kwargs)
+
+    to.__doc__ = getattr(previous, "__doc__", None)
+    return to
+
+
+def _make_generator_class() -> type:
+    base = torch._C.Generator
+
+    class _GeneratorMeta(type(base)):  # type: ignore[misc]
+        # Calls return torch's own generators; isinstance/issubclass accept them.
+        def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+            if args:
+                dev = _cuda_to_musa(args[0])
+                if dev is not None:
+                    args = (dev,) + args[1:]
+            elif "device" in kwargs:
+                dev = _cuda_to_musa(kwargs["device"])
+                if dev is not None:
+                    kwargs["device"] = dev
+            return base(*args, **kwargs)
+
+        def __instancecheck__(cls, obj: Any) -> bool:
+            return isinstance(obj, base)
+
+        def __subclasscheck__(cls, sub: type) -> bool:
+            return issubclass(sub, base)
+
+    return _GeneratorMeta(
+        "Generator", (base,), {"__module__": "torch", "__doc__": base.__doc__, "__slots__": ()}
+    )
+
+
+def _final_c_to_call(wrapper: Any, c_to: Any) -> Optional[Tuple[Any, str]]:
+    """(module, name) of the global through which a Python ``Tensor.to`` wrapper (torch_musa's)
+    calls torch's C ``to``, or None when ``wrapper`` is not such a function."""
+    code = getattr(wrapper, "__code__", None)
+    namespace = getattr(wrapper, "__globals__", None)
+    if code is None or namespace is None:
+        return None
+    module = sys.modules.get(namespace.get("__name__", ""))
+    if module is None or vars(module) is not namespace:
+        return None
+    for name in code.co_names:
+        if namespace.get(name) is c_to:
+            return module, name
+    return None
+
+
+def _install_common(patcher: Any, native: Any) -> None:
+    import torch.serialization
+    import torch.storage
+    import torch.utils._device
+
+    c_to = torch._C.TensorBase.to
+    previous_to = torch.Tensor.to
+    hook = _final_c_to_call(previous_to, c_to) if native is not None else None
+    if hook is not None:
+        # Tensor.to stays torch_musa's; the C call it ends with reads "cuda" as "musa".
+        patcher.set_attr(hook[0], hook[1], native.make_translating_call(c_to))
+    elif native is not None:
+        patcher.set_attr(
+            torch.Tensor, "to", native.make_tensor_to(torch._C.TensorBase, previous_to)
+        )
+    else:
+        patcher.set_attr(torch.Tensor, "to", _make_python_tensor_to(previous_to))
+    patcher.set_attr(torch.Tensor, "cuda", _make_tensor_cuda(c_to))
+
+    patcher.set_attr(torch, "Generator", _make_generator_class())
+
+    storage_new = torch._C.StorageBase.__new__
+
+    def untyped_storage_new(cls, *args, **kwargs):
+        spec = kwargs.get("device")
+        if spec is not None:
+            dev = _cuda_to_musa(spec)
+            if dev is not None:
+                kwargs["device"] = dev
+                return _call_translated(storage_new, (cls,) + args, kwargs, spec, dev)
+        return storage_new(cls, *args, **kwargs)
+
+    patcher.set_attr(torch.UntypedStorage, "__new__", staticmethod(untyped_storage_new))
+
+    storage_to = torch.storage._StorageBase.to
+
+    def storage_to_translated(self, *, device, non_blocking=False):
+        dev = _cuda_to_musa(device)
+        return storage_to(self, device=device if dev is None else dev, non_blocking=non_blocking)
+
+    storage_to_translated.__doc__ = storage_to.__doc__
+    # _StorageBase.cuda() builds torch.device("cuda", n) and calls .to(); TypedStorage defers here.
+    patcher.set_attr(torch.storage._StorageBase, "to", storage_to_translated)
+
+    context_cls = torch.utils._device.DeviceContext
+    context_init = context_cls.__init__
+
+    def device_context_init(self, device):
+        dev = _cuda_to_musa(device)
+        context_init(self, device if dev is None else dev)
+
+    patcher.set_attr(context_cls, "__init__", device_context_init)
+
+    _register_deserializer(patcher)
+
+    if _truthy(os.environ.get(CUDA_IS_MUSA_ENV)):
+        base_is_cuda = torch._C.TensorBase.is_cuda.__get__
+        backend = _backend
+
+        def is_cuda(self) -> bool:
+            return base_is_cuda(self) or self.device.type == backend
+
+        patcher.set_attr(torch.Tensor, "is_cuda", property(is_cuda, doc="True on CUDA or MUSA"))
+
+
+# ---------------------------------------------------------------- torch.load
+def _restore_cuda_location(storage: Any, location: str) -> Any:
+    """Deserializer for "cuda[:N]" locations: checkpoints written on NVIDIA machines, and
+    ``map_location`` strings, devices and dicts naming CUDA devices, load onto musa[:N]."""
+    if not isinstance(location, str) or not location.startswith("cuda"):
+        return None
+    dev = _cuda_to_musa(location)
+    if dev is None:
+        return None  # "cudax...": not a CUDA location, torch reports it as unknown
+    module = getattr(torch, _backend)
+    index = dev.index if dev.index is not None else module.current_device()
+    count = module.device_count()
+    if index >= count:
+        raise RuntimeError(
+            f"Attempting to deserialize object on CUDA device {index} (location '{location}', "
+            f"which torchada maps to '{_backend}:{index}') but torch.{_backend}.device_count() is "
+            f"{count}. Please use torch.load with map_location to map your storages to an "
+            "existing device."
+        )
+    return storage.to(device=_musa(index))
+
+
+def _no_tag(storage: Any) -> None:
+    return None  # saving keeps torch's tags: musa tensors are saved as "musa:N"
+
+
+def _register_deserializer(patcher: Any) -> None:
+    import torch.serialization
+
+    registry = torch.serialization._package_registry
+    taken = {entry[0] for entry in registry}
+    # Ahead of torch's CUDA deserializer (priority 20), on a free slot: equal priorities would
+    # make the registry's sort compare functions.
+    priority = next((p for p in range(19, 10, -1) if p not in taken), 19.5)
+    entry = (priority, _no_tag, _restore_cuda_location)
+    torch.serialization.register_package(*entry)
+
+    def unregister() -> None:
+        for i, item in enumerate(registry):
+            if item is entry or item == entry:
+                del registry[i]
+                break
+
+    patcher.on_undo(unregister)
+
+
+# ---------------------------------------------------------------- Python fallback
+_LIKE_FACTORIES = (
+    "empty_like",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "rand_like",
+    "randn_like",
+    "randint_like",
+    "normal",
+)
+_NEW_METHODS = ("new_empty", "new_empty_strided", "new_zeros", "new_ones", "new_full", "new_tensor")
+
+
+def _wrap_device_kwarg(fn: Callable) -> Callable:
+    def wrapper(*args, **kwargs):
+        if kwargs:
+            spec = kwargs.get("device")
+            if spec is not None:
+                dev = _cuda_to_musa(spec)
+                if dev is not None:
+                    kwargs["device"] = dev
+                    return _call_translated(fn, args, kwargs, spec, dev)
+        return fn(*args, **kwargs)
+
+    for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+        try:
+            setattr(wrapper, attr, getattr(fn, attr))
+        except (AttributeError, TypeError):
+            pass
+    wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
+    wrapper.__torchada_devices__ = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _unwrapped(obj: Any) -> Any:
+    return obj.__wrapped__ if getattr(obj, "__torchada_devices__", False) else obj
+
+
+def fallback_targets() -> Dict[str, Tuple[Any, str]]:
+    """What the Python fallback wraps: ``{"torch.empty": (torch, "empty"), ...}``."""
+    import torch.fft
+    import torch.nested
+    import torch.utils._device
+
+    # Read torch's constructor set before anything is wrapped: it is cached on first use and the
+    # device context compares against these very objects.
+    constructors = {id(fn) for fn in torch.utils._device._device_constructors()}
+    targets: Dict[str, Tuple[Any, str]] = {}
+    for module in (torch, torch.fft, torch.nested):
+        for name in dir(module):
+            if id(_unwrapped(getattr(module, name, None))) in constructors:
+                targets[f"{module.__name__}.{name}"] = (module, name)
+    for name in _LIKE_FACTORIES:
+        if hasattr(torch, name):
+            targets[f"torch.{name}"] = (torch, name)
+    for name in _NEW_METHODS:
+        targets[f"torch.Tensor.{name}"] = (torch.Tensor, name)
+    return targets
+
+
+def _install_fallback(patcher: Any) -> None:
+    for _, (owner, name) in sorted(fallback_targets().items()):
+        original = getattr(owner, name)
+        patcher.set_attr(owner, name, _wrap_device_kwarg(original))
+
+
+# ---------------------------------------------------------------- install
+def _native_blocker(native: Any) -> str:
+    if native.device_translation_registered():
+        return ""
+    if getattr(torch.version, "cuda", None):
+        return "this PyTorch is built with CUDA"
+    return native.device_translation_blocker()
+
+
+def install(patcher: Any) -> None:
+    """Serve "cuda" devices with MUSA; natively when the library loads, else in Python."""
+    global _backend, _path
+    _backend = torch._C._get_privateuse1_backend_name()
+    _by_index.clear()
+    _str_cache.clear()
+    native = _native.load()
+    if native is not None:
+        why = _native_blocker(native)
+        if not why:
+            try:
+                native.register_device_translation()
+            except RuntimeError as err:  # the slots were taken between the check and now
+                why = str(err)
+        if why:
+            _warn_once(
+                f"blocked:{why}",
+                "torchada: 'cuda' devices are translated in Python (slower): %s",
+                why,
+            )
+            native = None
+    if native is not None:
+        native.set_device_translation_enabled(True)
+        patcher.on_undo(lambda: native.set_device_translation_enabled(False))
+    else:
+        _install_fallback(patcher)
+    _install_common(patcher, native)
+    _path = "native" if native is not None else "python"
+
+    def forget_path() -> None:
+        global _path
+        _path = None
+
+    patcher.on_undo(forget_path)
+    logger.debug("torchada devices: 'cuda' served by the %s path", _path)
