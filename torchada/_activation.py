@@ -75,7 +75,15 @@ _patcher = Patcher()
 
 # Subsystems installed after the torch.cuda redirects, each ``install(patcher)``; a name is a
 # module of this package. Switched off one by one with TORCHADA_DISABLE_<NAME>=1.
-SUBSYSTEMS: List[str] = ["devices"]
+SUBSYSTEMS: List[str] = [
+    "devices",
+    "amp",
+    "profiler",
+    "custom_ops",
+    "backends",
+    "accelerator",
+    "compile",
+]
 
 
 def _patch_musa_classes(torch_musa: Any) -> None:
