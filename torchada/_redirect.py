@@ -24,7 +24,12 @@ logger = logging.getLogger("torchada")
 
 TABLES_DIR = Path(__file__).resolve().parent / "tables"
 # Module tables, in installation order; each maps module names to what they resolve to.
-MODULE_TABLES = ("torch_cuda.json", "torch_distributed.json", "ctypes_modules.json")
+MODULE_TABLES = (
+    "torch_cuda.json",
+    "torch_distributed.json",
+    "ctypes_modules.json",
+    "torch_cpp_extension.json",
+)
 
 
 class UnsupportedCUDAAPIError(NotImplementedError):
@@ -66,8 +71,11 @@ def _unsupported_callable(api: str, why: str, instead: str, as_class: bool = Fal
             _ledger.record(api, "unsupported")
             raise UnsupportedCUDAAPIError(message)
 
-        return type(api.rsplit(".", 1)[-1], (), {"__new__": __new__, "__doc__": message,
-                                                 "__torchada_unsupported__": message})
+        return type(
+            api.rsplit(".", 1)[-1],
+            (),
+            {"__new__": __new__, "__doc__": message, "__torchada_unsupported__": message},
+        )
 
     def unsupported(*args: Any, **kwargs: Any) -> Any:
         _ledger.record(api, "unsupported")
@@ -82,7 +90,10 @@ def _unsupported_callable(api: str, why: str, instead: str, as_class: bool = Fal
 
 def _force_cuda_available() -> bool:
     return os.environ.get("TORCHADA_FORCE_CUDA_AVAILABLE", "").strip().lower() in (
-        "1", "true", "yes", "on",
+        "1",
+        "true",
+        "yes",
+        "on",
     )
 
 
@@ -110,7 +121,7 @@ class Redirector:
         return value
 
     def _default_kind(self, module_name: str) -> str:
-        # A module whose target is one of torchada's fills (nvtx, profiler, ...) is filled as a whole.
+        # A module whose target is one of torchada's fills (nvtx, profiler, ...) is filled whole.
         target = self.table[module_name]["target"] or ""
         return "filled" if target.startswith("torchada.") else "same"
 

@@ -47,7 +47,7 @@ _COMPILE_ARG_KEYS = ("cxx", "mcc", "mcc_dlink")
 
 
 def _find_musa_home() -> str | None:
-    """The MUSA toolkit root: $MUSA_HOME, $MUSA_PATH, the parent of mcc's bin dir, /usr/local/musa."""
+    """The MUSA toolkit root: $MUSA_HOME, $MUSA_PATH, mcc's bin dir's parent, /usr/local/musa."""
     # An empty variable counts as unset, so MUSA_HOME= cannot make the toolkit root "".
     home = os.environ.get("MUSA_HOME") or os.environ.get("MUSA_PATH") or None
     if home is None:
@@ -96,7 +96,8 @@ def _refuse_device_sources(sources: Sequence[str], where: str) -> None:
         # torch's machinery would hand these to nvcc; torch_musa knows only .mu/.muh device code.
         raise ValueError(
             f"{where}: {', '.join(cuda)}: .cu/.cuh are not MUSA sources; torch_musa compiles "
-            "device code from .mu/.muh files only (port and rename them, e.g. with torchada.porting)"
+            "device code from .mu/.muh files only (port and rename them, e.g. with "
+            "torchada.porting)"
         )
 
 
@@ -205,12 +206,21 @@ def _existing(paths: Sequence[str]) -> list[str]:
     return found
 
 
+# torch_musa's C++ headers as far as the simulator implements them (streams, guards, checks, the
+# runtime API subset), shipped as data beside this package.
+TORCH_MUSA_INCLUDE_DIR = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "share", "include"
+)
+
+
 def include_paths(musa: bool = False) -> list[str]:
-    """Include directories for an extension: torch's, plus the MUSA toolkit's with ``musa=True``.
+    """Include directories for an extension: torch's and torch_musa's, plus the MUSA toolkit's with
+    ``musa=True``.
 
     MUSA toolkit directories are listed only when they exist (the simulator needs none of them).
     """
     paths = list(_cpp.include_paths())
+    paths.append(TORCH_MUSA_INCLUDE_DIR)
     if musa:
         extra = []
         if MUSA_HOME:
@@ -253,8 +263,8 @@ def MUSAExtension(name: str, sources: Sequence[str], *args, **kwargs) -> setupto
     """A :class:`setuptools.Extension` for a torch_musa extension, built by :class:`BuildExtension`.
 
     Adds torch's (and any existing MUSA toolkit) include and library directories, rpaths for them,
-    and links ``c10``, ``torch``, ``torch_cpu`` and ``torch_python``. ``extra_compile_args`` may be a
-    dict keyed by ``cxx``, ``mcc`` and ``mcc_dlink``. Sources must be host C++: the simulator
+    and links ``c10``, ``torch``, ``torch_cpu`` and ``torch_python``. ``extra_compile_args`` may be
+    a dict keyed by ``cxx``, ``mcc`` and ``mcc_dlink``. Sources must be host C++: the simulator
     refuses ``.mu``/``.muh`` files, having no MUSA compiler.
     """
     sources = list(sources)
@@ -343,7 +353,7 @@ def _musa_dirs_for(with_musa: bool | None) -> tuple[list[str], list[str]]:
     if not with_musa:
         return [], []
     logger.info("with_musa=True: no MUSA toolkit is simulated; building and linking host code only")
-    torch_includes = set(_cpp.include_paths())
+    torch_includes = {*_cpp.include_paths(), TORCH_MUSA_INCLUDE_DIR}
     torch_libs = set(_cpp.library_paths())
     includes = [p for p in include_paths(musa=True) if p not in torch_includes]
     ldflags = [f"-L{p}" for p in library_paths(musa=True) if p not in torch_libs]
