@@ -3,7 +3,6 @@
 import sys
 
 import pytest
-
 from conftest import mark
 
 N = 1000

@@ -2,8 +2,7 @@
 
 import pytest
 import torch
-
-from conftest import fresh_process_seconds, mark
+from conftest import mark
 
 N = 1000
 
@@ -99,8 +98,14 @@ def _median_ms(code, env):
     full.update(env)
     values = []
     for _ in range(ROUNDS):
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             env=full, cwd=REPO, check=True).stdout
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            env=full,
+            cwd=REPO,
+            check=True,
+        ).stdout
         values.append(float(out.strip().splitlines()[-1]))
     return statistics.median(values)
 
@@ -119,8 +124,9 @@ def test_runner_added_ms(benchmark, tmp_path):
     script.write_text(SCRIPT)
     plain = _median_ms(RUN_TIMED.format(argv=[str(script)], how="path", target=str(script)), SIM)
     runner = _median_ms(
-        RUN_TIMED.format(argv=["torchada.run", "--simulate", str(script)], how="module",
-                         target="torchada.run"),
+        RUN_TIMED.format(
+            argv=["torchada.run", "--simulate", str(script)], how="module", target="torchada.run"
+        ),
         {},
     )
     added = runner - plain

@@ -4,7 +4,6 @@ import os
 
 import pytest
 import torch
-
 from conftest import fresh_process_seconds, mark
 
 
@@ -49,17 +48,21 @@ def test_import_plain_torch(benchmark):
 @pytest.mark.benchmark(group="sim: import (fresh process, warm cache)")
 def test_import_simulated(benchmark):
     mark(benchmark, "candidate")
-    benchmark.pedantic(fresh_process_seconds, args=(["-c", "import torch"], {"TORCHADA_SIMULATE": "1"}),
-                       rounds=5)
+    benchmark.pedantic(
+        fresh_process_seconds, args=(["-c", "import torch"], {"TORCHADA_SIMULATE": "1"}), rounds=5
+    )
 
 
-@pytest.mark.skipif(not os.environ.get("TORCHADA_BENCH_COLD_BUILD"),
-                    reason="a cold build takes about a minute: set TORCHADA_BENCH_COLD_BUILD=1")
+@pytest.mark.skipif(
+    not os.environ.get("TORCHADA_BENCH_COLD_BUILD"),
+    reason="a cold build takes about a minute: set TORCHADA_BENCH_COLD_BUILD=1",
+)
 @pytest.mark.benchmark(group="sim: cold native build")
 def test_cold_build(benchmark, tmp_path):
     def build():
         cache = tmp_path / f"cache{len(os.listdir(tmp_path))}"
-        fresh_process_seconds(["-c", "import torch"], {"TORCHADA_SIMULATE": "1",
-                                                        "TORCHADA_CACHE_DIR": str(cache)})
+        fresh_process_seconds(
+            ["-c", "import torch"], {"TORCHADA_SIMULATE": "1", "TORCHADA_CACHE_DIR": str(cache)}
+        )
 
     benchmark.pedantic(build, rounds=1)

@@ -1,4 +1,4 @@
-"""Side by side: raw torch_musa, the published adapter (torchada 0.1.103) and ours, on the simulator.
+"""Side by side on the simulator: raw torch_musa, the published adapter (0.1.103) and ours.
 
     .venv/bin/python bench/compare_published.py [--cache DIR] [--plot bench/overhead.png]
 
@@ -60,7 +60,9 @@ COLUMNS = {
     "published 0.1.103": dict(
         activate="sys.path.insert(0, {bench!r}); import published.harness as h; "
         "h.activate_published(h.fetch(__import__('pathlib').Path({cache!r})))",
-        mod="cuda", dev="cuda", to="cuda()",
+        mod="cuda",
+        dev="cuda",
+        to="cuda()",
     ),
     "torchada (ours)": dict(activate="import torch, torchada", mod="cuda", dev="cuda", to="cuda()"),
 }
@@ -71,8 +73,13 @@ def run_column(name: str, cache: str) -> dict:
     spec["activate"] = spec["activate"].format(bench=str(HERE), cache=cache)
     code = MEASURE.format(**spec)
     env = dict(os.environ, TORCHADA_SIMULATE="1")
-    proc = subprocess.run([sys.executable, "-c", code, json.dumps(OPERATIONS)], capture_output=True,
-                          text=True, env=env, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(OPERATIONS)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+    )
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[7:])
@@ -86,7 +93,11 @@ def main() -> int:
     args = parser.parse_args()
     results = {name: run_column(name, args.cache) for name in COLUMNS}
     raw = results["raw MUSA"]
-    header = f"{'operation':34}" + "".join(f"{c:>20}" for c in COLUMNS) + f"{'pub/raw':>9}{'ours/raw':>9}"
+    header = (
+        f"{'operation':34}"
+        + "".join(f"{c:>20}" for c in COLUMNS)
+        + f"{'pub/raw':>9}{'ours/raw':>9}"
+    )
     print(header)
     rows = []
     for op in OPERATIONS:
@@ -100,8 +111,14 @@ def main() -> int:
             ratios.append(v / b if isinstance(v, float) and isinstance(b, float) else None)
             line += f"{ratios[-1]:9.2f}" if ratios[-1] is not None else f"{'-':>9}"
         print(line)
-        rows.append({"operation": op, **{c: results[c][op] for c in COLUMNS},
-                     "published_ratio": ratios[0], "ours_ratio": ratios[1]})
+        rows.append(
+            {
+                "operation": op,
+                **{c: results[c][op] for c in COLUMNS},
+                "published_ratio": ratios[0],
+                "ours_ratio": ratios[1],
+            }
+        )
     out = HERE / "results"
     out.mkdir(exist_ok=True)
     (out / "compare.json").write_text(json.dumps(rows, indent=1) + "\n")
@@ -123,8 +140,12 @@ def _plot(rows, path):
     labels = [r["operation"].format(dev="cuda") for r in rows]
     y = range(len(rows))
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.2))
-    ax.barh([i + 0.2 for i in y], [r["published_ratio"] for r in rows], height=0.4,
-            label="published 0.1.103")
+    ax.barh(
+        [i + 0.2 for i in y],
+        [r["published_ratio"] for r in rows],
+        height=0.4,
+        label="published 0.1.103",
+    )
     ax.barh([i - 0.2 for i in y], [r["ours_ratio"] for r in rows], height=0.4, label="torchada")
     ax.axvline(1.0, color="k", lw=0.8)
     ax.set_yticks(list(y), labels)

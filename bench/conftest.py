@@ -39,8 +39,14 @@ def fresh_process_seconds(args, env=None, cwd=None) -> None:
     full = dict(os.environ)
     full.pop("TORCHADA_SIMULATE", None)
     full.update(env or {})
-    subprocess.run([sys.executable, *args], check=True, env=full, cwd=cwd or REPO,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, *args],
+        check=True,
+        env=full,
+        cwd=cwd or REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def _ratios(session):
@@ -57,11 +63,16 @@ def _ratios(session):
         ratio = cand.stats.median / base.stats.median
         target = cand.extra_info.get("target")
         verdict = "-" if target is None else ("met" if ratio <= target else "NOT MET")
-        rows.append({
-            "group": group, "baseline_ns": base.stats.median * 1e9,
-            "candidate_ns": cand.stats.median * 1e9, "ratio": ratio, "target": target,
-            "verdict": verdict,
-        })
+        rows.append(
+            {
+                "group": group,
+                "baseline_ns": base.stats.median * 1e9,
+                "candidate_ns": cand.stats.median * 1e9,
+                "ratio": ratio,
+                "target": target,
+                "verdict": verdict,
+            }
+        )
     return rows
 
 
@@ -71,28 +82,44 @@ def pytest_sessionfinish(session, exitstatus):
         return
     rows = _ratios(bs)
     budgets = [
-        {"name": b.name, "added_ms": b.extra_info["added_ms"], "budget_ms": b.extra_info["budget_ms"]}
-        for b in bs.benchmarks if "added_ms" in b.extra_info
+        {
+            "name": b.name,
+            "added_ms": b.extra_info["added_ms"],
+            "budget_ms": b.extra_info["budget_ms"],
+        }
+        for b in bs.benchmarks
+        if "added_ms" in b.extra_info
     ]
     if not rows and not budgets:
         return
     tr = session.config.pluginmanager.get_plugin("terminalreporter")
     write = tr.write_line if tr else print
     write("")
-    write(f"{'comparison':42} {'baseline':>12} {'candidate':>12} {'ratio':>7} {'target':>7}  verdict")
+    write(
+        f"{'comparison':42} {'baseline':>12} {'candidate':>12} {'ratio':>7} {'target':>7}  verdict"
+    )
     for r in rows:
         target = "" if r["target"] is None else f"{r['target']:.2f}"
-        write(f"{r['group'][:42]:42} {_fmt(r['baseline_ns']):>12} {_fmt(r['candidate_ns']):>12} "
-              f"{r['ratio']:7.3f} {target:>7}  {r['verdict']}")
+        write(
+            f"{r['group'][:42]:42} {_fmt(r['baseline_ns']):>12} {_fmt(r['candidate_ns']):>12} "
+            f"{r['ratio']:7.3f} {target:>7}  {r['verdict']}"
+        )
     for b in budgets:
         verdict = "met" if b["added_ms"] <= b["budget_ms"] else "NOT MET"
-        write(f"{b['name'][:42]:42} {'':>12} {b['added_ms']:9.1f} ms {'':>7} "
-              f"{b['budget_ms']:5.0f}ms  {verdict}")
+        write(
+            f"{b['name'][:42]:42} {'':>12} {b['added_ms']:9.1f} ms {'':>7} "
+            f"{b['budget_ms']:5.0f}ms  {verdict}"
+        )
     if session.config.getoption("--history"):
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, cwd=REPO).stdout.strip()
-        entry = {"date": datetime.date.today().isoformat(), "rev": rev, "rows": rows,
-                 "budgets": budgets}
+        rev = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO
+        ).stdout.strip()
+        entry = {
+            "date": datetime.date.today().isoformat(),
+            "rev": rev,
+            "rows": rows,
+            "budgets": budgets,
+        }
         with open(os.path.join(HERE, "history.jsonl"), "a") as fh:
             fh.write(json.dumps(entry) + "\n")
 

@@ -38,10 +38,21 @@ def main() -> None:
     total = torch.tensor([losses[-1]], device=f"cuda:{local_rank}")
     dist.all_reduce(total)
     checksum = sum(p.detach().double().sum().item() for p in model.parameters())
-    print(json.dumps({"rank": rank, "world": world, "first": losses[0], "last": losses[-1],
-                      "mean_last": total.item() / world, "checksum": checksum,
-                      "device": str(next(model.parameters()).device),
-                      "backend": dist.get_backend()}), flush=True)
+    print(
+        json.dumps(
+            {
+                "rank": rank,
+                "world": world,
+                "first": losses[0],
+                "last": losses[-1],
+                "mean_last": total.item() / world,
+                "checksum": checksum,
+                "device": str(next(model.parameters()).device),
+                "backend": dist.get_backend(),
+            }
+        ),
+        flush=True,
+    )
     dist.destroy_process_group()
 
 

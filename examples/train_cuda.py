@@ -27,7 +27,9 @@ def main() -> None:
     torch.cuda.set_device(0)
     torch.cuda.manual_seed(0)
     device = torch.device("cuda")
-    print(f"device: {torch.cuda.get_device_name()} (capability {torch.cuda.get_device_capability()})")
+    print(
+        f"device: {torch.cuda.get_device_name()} (capability {torch.cuda.get_device_capability()})"
+    )
 
     model = nn.Sequential(nn.Linear(16, 64), nn.GELU(), nn.Linear(64, 1)).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
@@ -39,7 +41,7 @@ def main() -> None:
     losses = []
     start.record()
     with torch.cuda.stream(stream):
-        for step in range(args.steps):
+        for _ in range(args.steps):
             opt.zero_grad(set_to_none=True)
             with torch.cuda.amp.autocast(dtype=torch.float16):
                 loss = nn.functional.mse_loss(model(x).float(), y)

@@ -1,4 +1,4 @@
-"""Activation: undo, kill switch, no-op platforms, the runner, and inheritance by child processes."""
+"""Activation: undo, kill switch, no-op platforms, the runner, inheritance by child processes."""
 
 from __future__ import annotations
 
@@ -78,8 +78,10 @@ def test_cpu_platform_is_untouched(py):
 
 
 def test_platform_override_and_bad_value(py):
-    r = py("import torchada; print(torchada.detect_platform().value)",
-           env={"TORCHADA_PLATFORM": "CUDA"})
+    r = py(
+        "import torchada; print(torchada.detect_platform().value)",
+        env={"TORCHADA_PLATFORM": "CUDA"},
+    )
     assert r.stdout.strip() == "cuda", r.stderr
     r = py("import torchada", env={"TORCHADA_PLATFORM": "tpu"})
     assert r.returncode != 0 and "TORCHADA_PLATFORM='tpu'" in r.stderr
@@ -102,8 +104,10 @@ def test_runner_semantics(tmp_path, py):
         sys.exit(int(sys.argv[1]))
         """,
     )
-    r = py(f"import sys; sys.argv = ['x', '--simulate', {str(script)!r}, '3', '--flag'];"
-           "import torchada.run as r; r.main()")
+    r = py(
+        f"import sys; sys.argv = ['x', '--simulate', {str(script)!r}, '3', '--flag'];"
+        "import torchada.run as r; r.main()"
+    )
     assert r.returncode == 3, r.stderr
     out = _last_json(r.stdout)
     assert out["name"] == "__main__" and out["argv"] == [str(script), "3", "--flag"]
@@ -115,16 +119,25 @@ def test_runner_traceback_and_missing_script(tmp_path):
 
     script = _write(tmp_path, "boom.py", "def f():\n    raise ValueError('bad thing')\nf()\n")
     env = {k: v for k, v in os.environ.items() if k != "TORCHADA_SIMULATE"}
-    r = subprocess.run([sys.executable, "-m", "torchada.run", str(script)],
-                       capture_output=True, text=True, env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "torchada.run", str(script)], capture_output=True, text=True, env=env
+    )
     assert r.returncode == 1
     assert "ValueError: bad thing" in r.stderr and f'File "{script}", line 2, in f' in r.stderr
     assert "torchada" not in r.stderr.replace(str(tmp_path), "") and "runpy" not in r.stderr
-    r = subprocess.run([sys.executable, "-m", "torchada.run", str(tmp_path / "nope.py")],
-                       capture_output=True, text=True, env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "torchada.run", str(tmp_path / "nope.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert r.returncode == 2 and "can't open file" in r.stderr and "nope.py" in r.stderr
-    r = subprocess.run([sys.executable, "-m", "torchada.run", "--bogus", "x.py"],
-                       capture_output=True, text=True, env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "torchada.run", "--bogus", "x.py"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert r.returncode != 0 and "unknown option '--bogus'" in r.stderr
 
 
@@ -135,8 +148,13 @@ def test_runner_module_mode(tmp_path):
         "import sys, torch\nprint(__name__, sys.argv[1:], torch.cuda.get_device_name(0))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "TORCHADA_SIMULATE"}
-    r = subprocess.run([sys.executable, "-m", "torchada.run", "--simulate", "-m", "mymod", "a"],
-                       capture_output=True, text=True, env=env, cwd=tmp_path)
+    r = subprocess.run(
+        [sys.executable, "-m", "torchada.run", "--simulate", "-m", "mymod", "a"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.split()[:2] == ["__main__", "['a']"] and "MTT S4000" in r.stdout
 
@@ -153,7 +171,8 @@ def test_children_inherit_under_torchrun_and_spawn(tmp_path):
 
         def child(i, q):
             import torch
-            q.put([type(torch.cuda).__name__, torch.cuda.device_count(), torch.cuda.get_device_name(0)])
+            c = torch.cuda
+            q.put([type(c).__name__, c.device_count(), c.get_device_name(0)])
 
         if __name__ == "__main__":
             import torchada
@@ -164,8 +183,18 @@ def test_children_inherit_under_torchrun_and_spawn(tmp_path):
         """,
     )
     env = {k: v for k, v in os.environ.items() if k != "TORCHADA_SIMULATE"}
-    cmd = [sys.executable, "-m", "torchada.run", "--simulate", "-m", "torch.distributed.run",
-           "--standalone", "--nproc-per-node", "2", str(worker)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torchada.run",
+        "--simulate",
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        str(worker),
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     lines = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]

@@ -32,8 +32,11 @@ class CudaRT:
         ("cudaGetDeviceCount", ctypes.c_int, [ctypes.POINTER(ctypes.c_int)]),
         ("cudaMalloc", ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]),
         ("cudaMemset", ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]),
-        ("cudaMemcpy", ctypes.c_int,
-         [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]),
+        (
+            "cudaMemcpy",
+            ctypes.c_int,
+            [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int],
+        ),
         ("cudaFree", ctypes.c_int, [ctypes.c_void_p]),
         ("cudaGetErrorString", ctypes.c_char_p, [ctypes.c_int]),
         ("cudaIpcGetMemHandle", ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p]),

@@ -10,7 +10,6 @@ import pytest
 import torch
 
 import torchada
-from torchada import _activation
 from torchada._redirect import UnsupportedCUDAAPIError, load_table
 
 TABLE = load_table()
@@ -90,8 +89,8 @@ def test_every_public_name_resolves_by_its_class(module_name, name):
 
 def test_identity_between_import_forms():
     import torch.cuda.amp as amp1
-    from torch.cuda import amp as amp2
     from torch.cuda import Stream
+    from torch.cuda import amp as amp2
 
     assert torch.cuda is sys.modules["torch.cuda"]
     assert amp1 is amp2 is torch.cuda.amp is sys.modules["torch.cuda.amp"]

@@ -10,8 +10,7 @@ import textwrap
 
 ENV = {k: v for k, v in os.environ.items() if k != "TORCHADA_SIMULATE"}
 
-PROGRAM = textwrap.dedent(
-    """
+PROGRAM = textwrap.dedent("""
     import torch
     n = torch.cuda.device_count()
     torch.cuda.device_count()
@@ -21,8 +20,7 @@ PROGRAM = textwrap.dedent(
     except NotImplementedError:
         pass  # caught by the program: the report must still list it
     torch.cuda.nvtx.range_push("step")
-    """
-)
+    """)
 
 
 def test_report_lists_apis_kinds_calls_and_sites(tmp_path):
@@ -31,7 +29,11 @@ def test_report_lists_apis_kinds_calls_and_sites(tmp_path):
     out = tmp_path / "report.json"
     r = subprocess.run(
         [sys.executable, "-m", "torchada.run", "--simulate", f"--report={out}", str(script)],
-        capture_output=True, text=True, env=ENV, cwd=tmp_path, timeout=300,
+        capture_output=True,
+        text=True,
+        env=ENV,
+        cwd=tmp_path,
+        timeout=300,
     )
     assert r.returncode == 0, r.stderr
     data = {e["api"]: e for e in json.loads(out.read_text())["apis"]}
@@ -48,16 +50,23 @@ def test_report_is_rank_aware_under_env(tmp_path):
     script = tmp_path / "prog.py"
     script.write_text("import torch\ntorch.cuda.device_count()\n")
     env = dict(ENV, TORCHADA_SIMULATE="1", TORCHADA_REPORT=str(tmp_path / "r.json"), RANK="3")
-    r = subprocess.run([sys.executable, "-c", "import torchada; exec(open('prog.py').read())"],
-                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", "import torchada; exec(open('prog.py').read())"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     written = json.loads((tmp_path / "r.rank3.json").read_text())
     assert written["rank"] == "3" and written["apis"][0]["api"] == "torch.cuda.device_count"
 
 
 def test_no_report_means_sealed_proxies(py):
-    r = py("import torch, torchada; print(type(torch.cuda).__name__)",
-           env={"TORCHADA_SIMULATE": "1"})
+    r = py(
+        "import torch, torchada; print(type(torch.cuda).__name__)", env={"TORCHADA_SIMULATE": "1"}
+    )
     assert r.stdout.strip() == "module", r.stderr
 
 
@@ -65,8 +74,12 @@ def test_doctor_reports_simulator_and_devices(py):
     r = py(
         "import sys; sys.argv=['torchada','doctor','--json']; import runpy;"
         "runpy.run_module('torchada', run_name='__main__')",
-        env={"TORCHADA_SIMULATE": "1", "TORCHADA_SIM_BOARD": "S5000",
-             "CUDA_VISIBLE_DEVICES": "0", "TORCH_DEVICE_BACKEND_AUTOLOAD": "1"},
+        env={
+            "TORCHADA_SIMULATE": "1",
+            "TORCHADA_SIM_BOARD": "S5000",
+            "CUDA_VISIBLE_DEVICES": "0",
+            "TORCH_DEVICE_BACKEND_AUTOLOAD": "1",
+        },
     )
     assert r.returncode == 0, r.stderr
     info = json.loads(r.stdout)

@@ -28,10 +28,27 @@ def test_module_identity_and_versions(musa_sim):
 @pytest.mark.parametrize(
     "name",
     [
-        "nvtx", "CUDAGraph", "memory_cached", "max_memory_cached", "init", "streams", "random",
-        "get_stream_from_external", "caching_allocator_alloc", "list_gpu_processes", "utilization",
-        "cudart", "nccl", "jiterator", "get_sync_debug_mode", "CUDAPluggableAllocator", "CudaError",
-        "host_memory_stats", "get_per_process_memory_fraction", "_get_device_index", "_utils",
+        "nvtx",
+        "CUDAGraph",
+        "memory_cached",
+        "max_memory_cached",
+        "init",
+        "streams",
+        "random",
+        "get_stream_from_external",
+        "caching_allocator_alloc",
+        "list_gpu_processes",
+        "utilization",
+        "cudart",
+        "nccl",
+        "jiterator",
+        "get_sync_debug_mode",
+        "CUDAPluggableAllocator",
+        "CudaError",
+        "host_memory_stats",
+        "get_per_process_memory_fraction",
+        "_get_device_index",
+        "_utils",
     ],
 )
 def test_names_torch_musa_lacks_are_absent(name):
@@ -238,7 +255,10 @@ def test_lazy_init_state():
         ({"TORCHADA_SIM_BOARD": "S5000"}, ["MTT S5000", [3, 1], 56, 2]),
         ({"TORCHADA_SIM_BOARD": "s80", "TORCHADA_SIM_DEVICES": "4"}, ["MTT S80", [2, 1], 32, 4]),
         ({"MUSA_VISIBLE_DEVICES": "1"}, ["MTT S4000", [2, 2], 48, 1]),
-        ({"TORCHADA_SIM_DEVICES": "4", "MUSA_VISIBLE_DEVICES": "2,0,9,1"}, ["MTT S4000", [2, 2], 48, 2]),
+        (
+            {"TORCHADA_SIM_DEVICES": "4", "MUSA_VISIBLE_DEVICES": "2,0,9,1"},
+            ["MTT S4000", [2, 2], 48, 2],
+        ),
     ],
 )
 def test_boards_and_visible_devices(py, env, expected):
@@ -383,7 +403,9 @@ def test_autocast_and_grad_scaler():
     assert not torch.is_autocast_enabled()
     with pytest.raises(RuntimeError, match="unsafe to autocast"):
         with torch.autocast("musa"):
-            torch.nn.functional.binary_cross_entropy(torch.rand(2, device="musa"), torch.rand(2, device="musa"))
+            torch.nn.functional.binary_cross_entropy(
+                torch.rand(2, device="musa"), torch.rand(2, device="musa")
+            )
     model = torch.nn.Linear(4, 1).musa()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     scaler = torch.musa.amp.GradScaler(init_scale=1024.0)

@@ -60,7 +60,8 @@ def ext_cache() -> Path:
 def _jit_folder() -> str:
     import torch
 
-    return f"py{sys.version_info.major}{sys.version_info.minor}_mu{torch.version.musa.replace('.', '')}"
+    musa = torch.version.musa.replace(".", "")
+    return f"py{sys.version_info.major}{sys.version_info.minor}_mu{musa}"
 
 
 def _fake_mcc(root: Path) -> Path:

@@ -62,7 +62,7 @@ def map_library(name: "str | None") -> Tuple["str | None", Optional[Dict[str, An
 def _symbol(rule: Dict[str, Any], name: str) -> str:
     for cuda_prefix, musa_prefix in rule["symbols"]:
         if name.startswith(cuda_prefix):
-            return musa_prefix + name[len(cuda_prefix):]
+            return musa_prefix + name[len(cuda_prefix) :]
     return name
 
 

@@ -3,7 +3,6 @@ same data that drives the redirects and the tests."""
 
 from __future__ import annotations
 
-import importlib
 from typing import List
 
 from ._redirect import load_table
@@ -21,7 +20,8 @@ def render_cuda_table() -> str:
     lines: List[str] = [
         "# torch.cuda on MUSA, name by name",
         "",
-        "Generated from `torchada/tables/torch_cuda.json` by `python -m torchada tables`; do not edit.",
+        "Generated from `torchada/tables/torch_cuda.json` by `python -m torchada tables`; "
+        "do not edit.",
         "Every other public name resolves to the same name on torch_musa.",
         "",
     ]

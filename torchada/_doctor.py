@@ -9,10 +9,21 @@ import sys
 from typing import Any, Dict, List
 
 SWITCHES = (
-    "TORCHADA_DISABLE", "TORCHADA_ACTIVE", "TORCHADA_SIMULATE", "TORCHADA_PLATFORM",
-    "TORCHADA_FORCE_CUDA_AVAILABLE", "TORCHADA_REPORT", "TORCHADA_CACHE_DIR", "TORCHADA_NATIVE",
-    "TORCHADA_SIM_BOARD", "TORCHADA_SIM_DEVICES", "TORCHADA_VERBOSE_BUILD", "MUSA_VISIBLE_DEVICES",
-    "CUDA_VISIBLE_DEVICES", "MUSA_HOME", "TORCH_DEVICE_BACKEND_AUTOLOAD",
+    "TORCHADA_DISABLE",
+    "TORCHADA_ACTIVE",
+    "TORCHADA_SIMULATE",
+    "TORCHADA_PLATFORM",
+    "TORCHADA_FORCE_CUDA_AVAILABLE",
+    "TORCHADA_REPORT",
+    "TORCHADA_CACHE_DIR",
+    "TORCHADA_NATIVE",
+    "TORCHADA_SIM_BOARD",
+    "TORCHADA_SIM_DEVICES",
+    "TORCHADA_VERBOSE_BUILD",
+    "MUSA_VISIBLE_DEVICES",
+    "CUDA_VISIBLE_DEVICES",
+    "MUSA_HOME",
+    "TORCH_DEVICE_BACKEND_AUTOLOAD",
 )
 
 
@@ -40,8 +51,11 @@ def collect() -> Dict[str, Any]:
     if musa is not None:
         count = musa.device_count()
         info["devices"] = [
-            {"index": i, "name": musa.get_device_name(i),
-             "capability": list(musa.get_device_capability(i))}
+            {
+                "index": i,
+                "name": musa.get_device_name(i),
+                "capability": list(musa.get_device_capability(i)),
+            }
             for i in range(count)
         ]
     native = sys.modules.get("torchada._native")
@@ -55,25 +69,35 @@ def warnings_for(info: Dict[str, Any]) -> List[str]:
     env = info["switches"]
     out = []
     truthy = {"1", "true", "yes", "on"}
-    if env.get("TORCHADA_SIMULATE", "").lower() in truthy and info["torch_musa"] and not info[
-        "simulated"
-    ]:
+    if (
+        env.get("TORCHADA_SIMULATE", "").lower() in truthy
+        and info["torch_musa"]
+        and not info["simulated"]
+    ):
         out.append("TORCHADA_SIMULATE is set but a real torch_musa is installed: it is ignored")
     if env.get("TORCH_DEVICE_BACKEND_AUTOLOAD") == "0":
-        out.append("TORCH_DEVICE_BACKEND_AUTOLOAD=0: child processes (torchrun workers, spawn, "
-                   "DataLoader workers) will not turn torchada on by themselves")
-    if "CUDA_VISIBLE_DEVICES" in env and "MUSA_VISIBLE_DEVICES" not in env and info[
-        "platform"
-    ] == "musa":
+        out.append(
+            "TORCH_DEVICE_BACKEND_AUTOLOAD=0: child processes (torchrun workers, spawn, "
+            "DataLoader workers) will not turn torchada on by themselves"
+        )
+    if (
+        "CUDA_VISIBLE_DEVICES" in env
+        and "MUSA_VISIBLE_DEVICES" not in env
+        and info["platform"] == "musa"
+    ):
         out.append("CUDA_VISIBLE_DEVICES is set but torch_musa reads MUSA_VISIBLE_DEVICES")
     if info["torch_cuda_build"] and info["torch_musa"]:
-        out.append(f"torch is a CUDA build ({info['torch_cuda_build']}) and torch_musa is loaded: "
-                   "torch_musa expects a CPU build of torch")
+        out.append(
+            f"torch is a CUDA build ({info['torch_cuda_build']}) and torch_musa is loaded: "
+            "torch_musa expects a CPU build of torch"
+        )
     if env.get("TORCHADA_DISABLE", "").lower() in truthy and env.get("TORCHADA_ACTIVE"):
         out.append("TORCHADA_DISABLE wins over TORCHADA_ACTIVE: nothing is installed")
     if env.get("TORCHADA_FORCE_CUDA_AVAILABLE", "").lower() in truthy:
-        out.append("TORCHADA_FORCE_CUDA_AVAILABLE: torch.cuda.is_available() answers for MUSA; "
-                   "libraries that then take CUDA-only paths may fail")
+        out.append(
+            "TORCHADA_FORCE_CUDA_AVAILABLE: torch.cuda.is_available() answers for MUSA; "
+            "libraries that then take CUDA-only paths may fail"
+        )
     if info["platform"] != "musa":
         out.append(f"platform is {info['platform']}: torchada installs nothing here")
     return out
@@ -82,16 +106,21 @@ def warnings_for(info: Dict[str, Any]) -> List[str]:
 def render(info: Dict[str, Any]) -> str:
     lines = [
         f"torchada {info['torchada']}  (python {info['python']}, torch {info['torch']}"
-        + (f", CUDA {info['torch_cuda_build']}" if info["torch_cuda_build"] else "") + ")",
+        + (f", CUDA {info['torch_cuda_build']}" if info["torch_cuda_build"] else "")
+        + ")",
         f"platform      {info['platform']}  (torchada {'on' if info['enabled'] else 'off'})",
-        "torch_musa    " + (
+        "torch_musa    "
+        + (
             f"{info['torch_musa']}" + (" (simulated)" if info["simulated"] else "")
-            if info["torch_musa"] else "not loaded"
+            if info["torch_musa"]
+            else "not loaded"
         ),
     ]
     for dev in info.get("devices", []):
-        lines.append(f"  musa:{dev['index']}      {dev['name']} (capability "
-                     f"{dev['capability'][0]}.{dev['capability'][1]})")
+        lines.append(
+            f"  musa:{dev['index']}      {dev['name']} (capability "
+            f"{dev['capability'][0]}.{dev['capability'][1]})"
+        )
     lines.append(f"native lib    {info['native_library']}")
     if info["switches"]:
         lines.append("environment   " + ", ".join(f"{k}={v}" for k, v in info["switches"].items()))

@@ -122,9 +122,14 @@ def render_table(entries: List[Dict[str, Any]]) -> str:
     if not entries:
         return "torchada report: no CUDA API was used through torchada\n"
     width = max(len(e["api"]) for e in entries)
-    lines = [f"torchada report: {len(entries)} CUDA APIs used", f"{'api':{width}}  {'as':12} calls  first use"]
+    lines = [
+        f"torchada report: {len(entries)} CUDA APIs used",
+        f"{'api':{width}}  {'as':12} calls  first use",
+    ]
     for e in entries:
-        lines.append(f"{e['api']:{width}}  {e['kind']:12} {e['calls']:5d}  {e['first_site'] or '-'}")
+        lines.append(
+            f"{e['api']:{width}}  {e['kind']:12} {e['calls']:5d}  {e['first_site'] or '-'}"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -135,8 +140,9 @@ def write_report() -> Optional[str]:
     entries = snapshot()
     out = _output_file(path)
     with open(out, "w", encoding="utf-8") as fh:
-        json.dump({"pid": os.getpid(), "rank": os.environ.get("RANK"), "apis": entries}, fh,
-                  indent=1)
+        json.dump(
+            {"pid": os.getpid(), "rank": os.environ.get("RANK"), "apis": entries}, fh, indent=1
+        )
     sys.stderr.write(render_table(entries))
     sys.stderr.write(f"torchada report written to {out}\n")
     return out

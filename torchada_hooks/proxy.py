@@ -2,9 +2,9 @@
 
 A :class:`ProxyModule` is a real :class:`types.ModuleType` (a subclass), so it can sit in
 ``sys.modules`` and pass every ``isinstance(m, types.ModuleType)`` check. Attribute lookups that
-miss the module ``__dict__`` fall through to a PEP 562 ``__getattr__`` stored *in* that dict; it asks
-the resolver and caches the answer in the dict, so every later lookup of that name is an ordinary
-module attribute hit that never reaches Python code again.
+miss the module ``__dict__`` fall through to a PEP 562 ``__getattr__`` stored *in* that dict; it
+asks the resolver and caches the answer in the dict, so every later lookup of that name is an
+ordinary module attribute hit that never reaches Python code again.
 
 The module also carries its own :class:`~importlib.machinery.ModuleSpec`, whose loader
 (:class:`ProxyLoader`) hands out the already existing proxy instead of creating a module.

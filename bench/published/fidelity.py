@@ -1,12 +1,16 @@
 # Exercises the published adapter's advertised features on the simulator; prints what fails.
-import torchada  # noqa: F401
 import torch
+
+import torchada  # noqa: F401
 
 checks = {
     "factory device=cuda": lambda: torch.zeros(2, device="cuda").device.type,
     "tensor.cuda(1)": lambda: torch.ones(2).cuda(1).device,
     "Module.cuda()": lambda: next(torch.nn.Linear(2, 2).cuda().parameters()).device,
-    "torch.cuda.Stream/Event": lambda: (torch.cuda.Stream().cuda_stream, torch.cuda.Event().query()),
+    "torch.cuda.Stream/Event": lambda: (
+        torch.cuda.Stream().cuda_stream,
+        torch.cuda.Event().query(),
+    ),
     "torch.cuda.amp.autocast": lambda: torch.cuda.amp.autocast()(lambda: 1)(),
     "torch.autocast('cuda') matmul dtype": lambda: _autocast(),
     "GradScaler": lambda: torch.cuda.amp.GradScaler().get_scale(),

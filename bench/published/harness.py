@@ -26,8 +26,20 @@ def fetch(cache: Path) -> Path:
     if (site / "torchada" / "__init__.py").exists():
         return site
     cache.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q",
-                    f"torchada=={VERSION}", "-d", str(cache)], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "-q",
+            f"torchada=={VERSION}",
+            "-d",
+            str(cache),
+        ],
+        check=True,
+    )
     wheel = next(cache.glob(f"torchada-{VERSION}-*.whl"))
     with zipfile.ZipFile(wheel) as zf:
         zf.extractall(site)
@@ -37,7 +49,6 @@ def fetch(cache: Path) -> Path:
 def activate_published(site: Path) -> None:
     os.environ["TORCHADA_SIMULATE"] = "1"
     import torch  # noqa: F401  (the entry point activates our simulator)
-
     import torch_musa  # noqa: F401
 
     for name in [n for n in sys.modules if n == "torchada" or n.startswith("torchada.")]:

@@ -1,6 +1,7 @@
 # The published adapter's README quick start, verbatim in substance.
-import torchada  # noqa: F401
 import torch
+
+import torchada  # noqa: F401
 
 x = torch.randn(10, 10).cuda()
 print(torch.cuda.device_count())

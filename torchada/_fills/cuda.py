@@ -130,7 +130,9 @@ def max_memory_cached(device: Any = None) -> int:
     return _musa().max_memory_reserved(device)
 
 
-def make_graphed_callables(callables, sample_args, num_warmup_iters=3, allow_unused_input=False, pool=None):
+def make_graphed_callables(
+    callables, sample_args, num_warmup_iters=3, allow_unused_input=False, pool=None
+):
     if pool is not None:
         warn_once(
             "graphed_pool",
@@ -138,7 +140,9 @@ def make_graphed_callables(callables, sample_args, num_warmup_iters=3, allow_unu
             "the pool argument is ignored",
         )
     return _musa().make_graphed_callables(
-        callables, sample_args, num_warmup_iters=num_warmup_iters,
+        callables,
+        sample_args,
+        num_warmup_iters=num_warmup_iters,
         allow_unused_input=allow_unused_input,
     )
 

@@ -41,8 +41,10 @@ def translate_device(device: Any) -> Any:
     if isinstance(device, str) and device.split(":")[0] == "cuda":
         device = torch.device(device)
     if isinstance(device, torch.device) and device.type == "cuda":
-        return torch.device("musa", device.index) if device.index is not None else torch.device(
-            "musa", torch.musa.current_device()
+        return (
+            torch.device("musa", device.index)
+            if device.index is not None
+            else torch.device("musa", torch.musa.current_device())
         )
     return device
 

@@ -1,8 +1,9 @@
 """The CPU-backed simulator of torch_musa that ships with torchada.
 
-It is importable as ``torch_musa`` only after :func:`activate` (asked for with ``TORCHADA_SIMULATE=1``,
-``python -m torchada.run --simulate`` or the test fixture), and never when a real torch_musa can be
-imported. It behaves like torch_musa 2.7.1, including the names torch_musa lacks.
+It is importable as ``torch_musa`` only after :func:`activate` (asked for with
+``TORCHADA_SIMULATE=1``, ``python -m torchada.run --simulate`` or the test fixture), and never
+when a real torch_musa can be imported. It behaves like torch_musa 2.7.1, including the names
+torch_musa lacks.
 """
 
 from __future__ import annotations

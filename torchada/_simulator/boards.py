@@ -4,8 +4,8 @@ from __future__ import annotations
 
 GiB = 1 << 30
 
-# name, (major, minor), total memory in bytes, multiprocessors. Capabilities and memory sizes are the
-# published ones; the S80/S3000/S4000 multiprocessor counts are not published and are our choice.
+# name, (major, minor), total memory in bytes, multiprocessors. Capabilities and memory sizes are
+# the published ones; the S80/S3000/S4000 multiprocessor counts are not published: our choice.
 BOARDS: dict[str, dict] = {
     "S80": {"name": "MTT S80", "capability": (2, 1), "total_memory": 16 * GiB, "sm_count": 32},
     "S3000": {"name": "MTT S3000", "capability": (2, 1), "total_memory": 32 * GiB, "sm_count": 32},

@@ -49,7 +49,10 @@ torch._C._profiler.ProfilerActivity.MUSA = torch._C._profiler.ProfilerActivity.P
 _spec = _sim_config.spec
 _sim_device_properties = [
     _MUSAC._MusaDeviceProperties(
-        _spec["name"], _spec["capability"][0], _spec["capability"][1], _spec["total_memory"],
+        _spec["name"],
+        _spec["capability"][0],
+        _spec["capability"][1],
+        _spec["total_memory"],
         _spec["sm_count"],
     )
     for _ in range(_sim_config.device_count)
@@ -99,6 +102,17 @@ def register_musa_hook():
 
 register_musa_hook()
 
+from .core import amp, memory  # noqa: E402,F401
+from .core.amp.common import amp_definitely_not_available  # noqa: E402,F401
+from .core.memory import *  # noqa: E402,F401,F403
+from .core.memory import (  # noqa: E402,F401
+    _dump_snapshot,
+    _record_memory_history,
+    _set_allocator_settings,
+    _snapshot,
+)
+from .core.random import *  # noqa: E402,F401,F403
+from .core.random import fork_rng  # noqa: E402
 from .core.stream import (  # noqa: E402,F401
     Event,
     ExternalStream,
@@ -110,18 +124,6 @@ from .core.stream import (  # noqa: E402,F401
     set_stream,
     stream,
 )
-from .core import amp  # noqa: E402,F401
-from .core.amp.common import amp_definitely_not_available  # noqa: E402,F401
-from .core.memory import *  # noqa: E402,F401,F403
-from .core.memory import (  # noqa: E402,F401
-    _dump_snapshot,
-    _record_memory_history,
-    _set_allocator_settings,
-    _snapshot,
-)
-from .core import memory  # noqa: E402,F401
-from .core.random import *  # noqa: E402,F401,F403
-from .core.random import fork_rng  # noqa: E402
 
 torch.random.fork_rng = fork_rng
 
@@ -134,8 +136,10 @@ torch.version.musa = _MUSAC._musa_version
 from .core import mccl  # noqa: E402,F401
 from .core.legacy_types import *  # noqa: E402,F401,F403
 
-_tensor_classes = {globals()[f"{p}Tensor"] for p in (
-    "Double", "Float", "Long", "Int", "Short", "Char", "Byte", "Half", "Bool", "BFloat16")}
+_tensor_classes = {
+    globals()[f"{p}Tensor"]
+    for p in ("Double", "Float", "Long", "Int", "Short", "Char", "Byte", "Half", "Bool", "BFloat16")
+}
 from .core.tensor_attrs import (  # noqa: E402
     set_module_attributes,
     set_storage_attributes,

@@ -61,10 +61,16 @@ def _make_musart(ext):
     m.musaError = musaError
     # The same codes and words as the simulated libmusart.so.
     messages = {
-        0: "no error", 1: "invalid argument", 2: "out of memory", 3: "initialization error",
-        21: "invalid memcpy direction", 100: "no MUSA-capable device is detected",
-        101: "invalid device ordinal", 400: "invalid resource handle",
-        704: "peer access is already enabled", 801: "operation not supported",
+        0: "no error",
+        1: "invalid argument",
+        2: "out of memory",
+        3: "initialization error",
+        21: "invalid memcpy direction",
+        100: "no MUSA-capable device is detected",
+        101: "invalid device ordinal",
+        400: "invalid resource handle",
+        704: "peer access is already enabled",
+        801: "operation not supported",
         999: "unknown error",
     }
     m.musaGetErrorString = lambda code: messages.get(int(code), "unknown error")

@@ -70,7 +70,9 @@ def _lazy_init():
                 "multiprocessing, you must use the 'spawn' start method"
             )
         if not hasattr(torch_musa._MUSAC, "_musa_getDeviceCount"):
-            raise AssertionError("libmusart functions unavailable. It looks like you have a broken build?")
+            raise AssertionError(
+                "libmusart functions unavailable. It looks like you have a broken build?"
+            )
         torch_musa._MUSAC._musa_init()
         count = torch_musa._MUSAC._musa_getDeviceCount()
         # As in torch_musa, these names appear on the module only after initialisation.

@@ -21,7 +21,9 @@ def _get_musa_device_index(device, optional=False, allow_cpu=False):
         if device.index is None:
             if optional:
                 return torch_musa.current_device()
-            raise ValueError(f"Expected a musa device with a specified index or an integer, but got:{device}")
+            raise ValueError(
+                f"Expected a musa device with a specified index or an integer, but got:{device}"
+            )
         return device.index
     if isinstance(device, int):
         return device

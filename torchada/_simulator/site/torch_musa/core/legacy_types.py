@@ -10,9 +10,16 @@ from torch.storage import _LegacyStorage
 from torch.utils._device import _device_constructors  # noqa: F401  (keeps torch's registry warm)
 
 _DTYPES = {
-    "Double": torch.double, "Float": torch.float, "Long": torch.long, "Int": torch.int,
-    "Short": torch.short, "Char": torch.int8, "Byte": torch.uint8, "Half": torch.half,
-    "Bool": torch.bool, "BFloat16": torch.bfloat16,
+    "Double": torch.double,
+    "Float": torch.float,
+    "Long": torch.long,
+    "Int": torch.int,
+    "Short": torch.short,
+    "Char": torch.int8,
+    "Byte": torch.uint8,
+    "Half": torch.half,
+    "Bool": torch.bool,
+    "BFloat16": torch.bfloat16,
 }
 
 
@@ -40,7 +47,9 @@ class _MusaLegacyStorage(_LegacyStorage):
 
 class _LegacyTensorMeta(type):
     def __instancecheck__(cls, obj):
-        return isinstance(obj, torch.Tensor) and obj.device.type == "musa" and obj.dtype == cls.dtype
+        return (
+            isinstance(obj, torch.Tensor) and obj.device.type == "musa" and obj.dtype == cls.dtype
+        )
 
 
 class _MusaLegacyTensor(metaclass=_LegacyTensorMeta):
@@ -60,12 +69,17 @@ def _make():
     out = {}
     for prefix, dtype in _DTYPES.items():
         storage = type(
-            f"{prefix}Storage", (_MusaLegacyStorage,),
-            {"__module__": "torch.musa", "_dtype": _classproperty(lambda c, d=dtype: d),
-             "dtype": _classproperty(lambda c, d=dtype: d)},
+            f"{prefix}Storage",
+            (_MusaLegacyStorage,),
+            {
+                "__module__": "torch.musa",
+                "_dtype": _classproperty(lambda c, d=dtype: d),
+                "dtype": _classproperty(lambda c, d=dtype: d),
+            },
         )
         tensor = type(
-            f"{prefix}Tensor", (_MusaLegacyTensor,),
+            f"{prefix}Tensor",
+            (_MusaLegacyTensor,),
             {"__module__": "torch.musa", "dtype": dtype, "is_musa": True, "is_sparse": False},
         )
         out[storage.__name__] = storage

@@ -7,20 +7,34 @@ import collections
 import contextlib
 import ctypes
 
-import torch
-
 import torch_musa
 
 from ._lazy_init import _lazy_init, is_initialized
 from ._utils import _get_musa_device_index
 
 __all__ = [
-    "set_per_process_memory_fraction", "empty_cache", "memory_stats", "memory_stats_as_nested_dict",
-    "reset_accumulated_memory_stats", "reset_peak_memory_stats", "reset_max_memory_allocated",
-    "reset_max_memory_cached", "memory_allocated", "max_memory_allocated", "memory_reserved",
-    "max_memory_reserved", "memory_snapshot", "memory_summary", "mem_get_info",
-    "get_allocator_backend", "MUSAPluggableAllocator", "change_current_allocator", "MemPool",
-    "MemPoolContext", "use_mem_pool", "memory_stats_all",
+    "set_per_process_memory_fraction",
+    "empty_cache",
+    "memory_stats",
+    "memory_stats_as_nested_dict",
+    "reset_accumulated_memory_stats",
+    "reset_peak_memory_stats",
+    "reset_max_memory_allocated",
+    "reset_max_memory_cached",
+    "memory_allocated",
+    "max_memory_allocated",
+    "memory_reserved",
+    "max_memory_reserved",
+    "memory_snapshot",
+    "memory_summary",
+    "mem_get_info",
+    "get_allocator_backend",
+    "MUSAPluggableAllocator",
+    "change_current_allocator",
+    "MemPool",
+    "MemPoolContext",
+    "use_mem_pool",
+    "memory_stats_all",
 ]
 
 _STAT_KINDS = ("allocated_bytes", "reserved_bytes", "active_bytes", "requested_bytes")

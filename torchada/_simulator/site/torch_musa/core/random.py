@@ -10,8 +10,16 @@ import torch_musa
 from ._lazy_init import _lazy_call, _lazy_init
 
 __all__ = [
-    "get_rng_state", "get_rng_state_all", "set_rng_state", "set_rng_state_all", "manual_seed",
-    "manual_seed_all", "seed", "seed_all", "initial_seed", "fork_rng",
+    "get_rng_state",
+    "get_rng_state_all",
+    "set_rng_state",
+    "set_rng_state_all",
+    "manual_seed",
+    "manual_seed_all",
+    "seed",
+    "seed_all",
+    "initial_seed",
+    "fork_rng",
 ]
 
 
@@ -97,7 +105,9 @@ def initial_seed():
 
 
 @contextlib.contextmanager
-def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices", device_type="musa"):
+def fork_rng(
+    devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices", device_type="musa"
+):
     device_mod = getattr(torch, device_type, None)
     if device_mod is None:
         raise RuntimeError(f"torch has no module of `{device_type}`, you should register a module")
@@ -109,7 +119,9 @@ def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="device
         if num_devices > 1:
             warnings.warn(
                 f"{device_type.upper()} reports that you have {num_devices} available devices, and "
-                f"you have used {_caller} without explicitly specifying which devices are being used."
+                f"you have used {_caller} without explicitly specifying which devices are being "
+                "used.",
+                stacklevel=3,
             )
         devices = list(range(min(num_devices, 1)))
     else:

@@ -81,7 +81,11 @@ _MUSA_TYPE = 20  # c10::DeviceType::PrivateUse1
 class Event(_MusaEventBase):
     def __new__(cls, enable_timing=False, blocking=False, interprocess=False):
         return super().__new__(
-            cls, device="musa", enable_timing=enable_timing, blocking=blocking, interprocess=interprocess
+            cls,
+            device="musa",
+            enable_timing=enable_timing,
+            blocking=blocking,
+            interprocess=interprocess,
         )
 
     def __init__(self, enable_timing=False, blocking=False, interprocess=False):

@@ -1,4 +1,4 @@
-"""Tensor/Module/Storage attributes torch_musa hand-writes (core/tensor_attrs.py, module_attrs.py)."""
+"""Tensor/Module/Storage attributes torch_musa hand-writes (core/tensor_attrs.py and friends)."""
 
 import torch
 

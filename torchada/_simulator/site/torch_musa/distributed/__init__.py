@@ -1,4 +1,4 @@
-"""Distributed support of the simulator: the mccl backend (filled in by distributed/mccl_backend)."""
+"""Distributed support of the simulator: the mccl backend (see distributed/mccl_backend)."""
 
 try:
     from . import mccl_backend as _mccl_backend  # noqa: F401

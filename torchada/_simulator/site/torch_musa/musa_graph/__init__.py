@@ -1,2 +1,2 @@
-from .graphs import *  # noqa: F401,F403
 from . import graphs  # noqa: F401
+from .graphs import *  # noqa: F401,F403

@@ -17,8 +17,12 @@ import torch_musa
 from torch_musa._MUSAC import _MUSAGraph
 
 __all__ = [
-    "MUSAGraph", "graph", "make_graphed_callables", "graph_pool_handle",
-    "is_current_stream_capturing", "update_musa_graph_with_profile",
+    "MUSAGraph",
+    "graph",
+    "make_graphed_callables",
+    "graph_pool_handle",
+    "is_current_stream_capturing",
+    "update_musa_graph_with_profile",
 ]
 
 _capturing = threading.local()
@@ -134,7 +138,9 @@ class graph:
         if self.__class__.default_capture_stream is None:
             self.__class__.default_capture_stream = torch_musa.Stream()
         self.pool = () if pool is None else (pool,)
-        self.capture_stream = stream if stream is not None else self.__class__.default_capture_stream
+        self.capture_stream = (
+            stream if stream is not None else self.__class__.default_capture_stream
+        )
         assert self.capture_stream is not None
         self.stream_ctx = torch_musa.stream(self.capture_stream)
         self.musa_graph = musa_graph
