@@ -77,6 +77,25 @@ def test_cpu_platform_is_untouched(py):
     assert _last_json(r.stdout) == [False, True, False, "cpu", True]
 
 
+def test_import_torchada_after_torch_enables_without_any_environment(py, tmp_path):
+    # As on a MUSA machine with nothing set: torch_musa is installed (here: the simulator's package
+    # on the path under its own name), torch imports our entry point, which must neither activate
+    # anything nor leave the package cached half-initialised; then the program imports torchada.
+    from torchada import _simulator
+
+    (tmp_path / "torch_musa").symlink_to(os.path.join(_simulator.SITE, "torch_musa"))
+    code = """
+        import json, sys, torch
+        from_torch = sorted(m for m in sys.modules if m.split(".")[0] == "torchada")
+        import torchada
+        print(json.dumps([from_torch, torchada.is_enabled(), torch.cuda.get_device_name(0),
+                          str(torch.empty(1, device="cuda").device)]))
+    """
+    r = py(code, env={"PYTHONPATH": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    assert _last_json(r.stdout) == [["torchada._autoload"], True, "MTT S4000", "musa:0"]
+
+
 def test_platform_override_and_bad_value(py):
     r = py(
         "import torchada; print(torchada.detect_platform().value)",

@@ -7,18 +7,35 @@ no code change. ``torchada.disable()`` undoes everything; ``TORCHADA_DISABLE=1``
 
 from __future__ import annotations
 
+import importlib
 import sys
+from typing import TYPE_CHECKING, Any
 
-from ._activation import disable, enable, is_enabled
-from ._platform import (
-    Platform,
-    cuda_home,
-    detect_platform,
-    is_cpu_platform,
-    is_cuda_platform,
-    is_gpu_device,
-    is_musa_platform,
-)
+if TYPE_CHECKING:
+    from ._activation import disable, enable, is_enabled
+    from ._platform import (
+        Platform,
+        detect_platform,
+        is_cpu_platform,
+        is_cuda_platform,
+        is_gpu_device,
+        is_musa_platform,
+    )
+
+# Public names and the submodule each lives in. Resolved on first use: torch imports this package
+# (its `torch.backends` entry point lives here) in every `import torch`, which must stay cheap.
+_LAZY = {
+    "disable": "_activation",
+    "enable": "_activation",
+    "is_enabled": "_activation",
+    "Platform": "_platform",
+    "cuda_home": "_platform",
+    "detect_platform": "_platform",
+    "is_cpu_platform": "_platform",
+    "is_cuda_platform": "_platform",
+    "is_gpu_device": "_platform",
+    "is_musa_platform": "_platform",
+}
 
 __version__ = "0.1.0"
 
@@ -26,6 +43,7 @@ __all__ = [
     "CUDA_HOME",
     "Platform",
     "__version__",
+    "cuda_home",
     "detect_platform",
     "disable",
     "enable",
@@ -37,11 +55,12 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    # Computed on first use: resolving it may import torch's cpp_extension on CUDA machines.
-    if name == "CUDA_HOME":
-        value = cuda_home()
-        globals()["CUDA_HOME"] = value
+def __getattr__(name: str) -> Any:
+    home = name == "CUDA_HOME"  # resolving it may import torch's cpp_extension on CUDA machines
+    if home or name in _LAZY:
+        module = importlib.import_module(f"{__name__}.{_LAZY['cuda_home' if home else name]}")
+        value = module.cuda_home() if home else getattr(module, name)
+        globals()[name] = value
         return value
     # Submodules loaded before this package object existed (see _autoload) are still ours.
     module = sys.modules.get(f"{__name__}.{name}")
@@ -65,4 +84,4 @@ def _imported_by_torch_autoload() -> bool:
 
 
 if not _imported_by_torch_autoload():
-    enable()
+    importlib.import_module(f"{__name__}._activation").enable()

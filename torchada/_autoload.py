@@ -16,25 +16,35 @@ def _truthy(name: str) -> bool:
 
 
 def autoload() -> None:
+    try:
+        _autoload()
+    finally:
+        _forget_package()
+
+
+def _autoload() -> None:
     if _truthy("TORCHADA_DISABLE"):
         return
     simulate = _truthy("TORCHADA_SIMULATE")
     active = _truthy("TORCHADA_ACTIVE")
     if not (simulate or active):
         return
-    import sys
-
     from torchada import _activation, _simulator
 
     if simulate and _simulator.real_torch_musa_spec() is None:
         _simulator.activate()
     if active:
         _activation.enable()
-    else:
-        # Simulation only: forget the package object (its submodules stay loaded) so that a later
-        # `import torchada` in the program runs the package again and turns torchada on. Not while
-        # the program's own `import torchada` is what brought torch in (the package is mid-import).
-        package = sys.modules.get("torchada")
-        spec = getattr(package, "__spec__", None)
-        if package is not None and not getattr(spec, "_initializing", False):
-            sys.modules.pop("torchada", None)
+
+
+def _forget_package() -> None:
+    # Reaching this entry point imported the `torchada` package without running its activation.
+    # Forget the package object (its submodules stay loaded), so that the program's own later
+    # `import torchada` runs the package again and turns torchada on. Not while that `import
+    # torchada` is what brought torch in: the package is then mid-import and activates itself.
+    import sys
+
+    package = sys.modules.get("torchada")
+    spec = getattr(package, "__spec__", None)
+    if package is not None and not getattr(spec, "_initializing", False):
+        sys.modules.pop("torchada", None)
