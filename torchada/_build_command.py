@@ -75,7 +75,7 @@ def render(info: Dict[str, Any]) -> str:
         how = "loaded"
     lines.append(f"  path          {info['path']}")
     lines.append(f"  status        {how}")
-    musa = info["torch_musa"] or "no torch_musa (runs on MUSA machines rebuild for theirs)"
+    musa = info["torch_musa"] or "no torch_musa (a MUSA machine keys the build on its own)"
     lines.append(
         f"  built for     torch {info['torch']}, {musa}"
         + (" (simulated)" if info["simulated"] else "")
