@@ -19,6 +19,12 @@ def _tables(argv: List[str]) -> int:
     return main(argv)
 
 
+def _build(argv: List[str]) -> int:
+    from torchada._build_command import main
+
+    return main(argv)
+
+
 def _doctor(argv: List[str]) -> int:
     from torchada._doctor import main
 
@@ -26,6 +32,7 @@ def _doctor(argv: List[str]) -> int:
 
 
 COMMANDS: Dict[str, Callable[[List[str]], int]] = {
+    "build": _build,
     "doctor": _doctor,
     "port": _port,
     "tables": _tables,

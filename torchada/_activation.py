@@ -83,6 +83,7 @@ SUBSYSTEMS: List[str] = [
     "backends",
     "accelerator",
     "compile",
+    "cpp_ops",
 ]
 
 
@@ -149,11 +150,16 @@ def enable(simulate: Optional[bool] = None) -> bool:
         from ._fills import distributed
 
         distributed.install(_patcher)
-        for name in SUBSYSTEMS:
-            if _truthy(os.environ.get(f"TORCHADA_DISABLE_{name.upper()}")):
-                logger.debug("torchada subsystem %s disabled by the environment", name)
-                continue
-            importlib.import_module(f"{__package__}._{name}").install(_patcher)
+        try:
+            for name in SUBSYSTEMS:
+                if _truthy(os.environ.get(f"TORCHADA_DISABLE_{name.upper()}")):
+                    logger.debug("torchada subsystem %s disabled by the environment", name)
+                    continue
+                importlib.import_module(f"{__package__}._{name}").install(_patcher)
+        except BaseException:
+            # A subsystem refused (a bad setting, say): leave nothing half-installed behind.
+            disable()
+            raise
         _patcher.set_env(ACTIVE_ENV, "1")
         _enabled = True
         logger.debug("torchada enabled: %d modules redirected", len(table))

@@ -7,6 +7,9 @@ Two kinds of artefact go through here, both driven by ninja:
 The lock is ``fcntl.flock`` on a file beside the build directory: the kernel drops it when the
 holder dies, so a build killed half-way never makes a later import wait forever (torch's own lock
 file does).
+
+Extensions with MUSA kernel sources (``.mu``) are compiled by torch_musa's own loader
+(``torch_musa.utils.musa_extension``), which drives mcc; callers decide whether mcc exists.
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Iterator, Sequence
+from typing import Dict, Iterator, Optional, Sequence
 
 logger = logging.getLogger("torchada")
 
@@ -49,8 +53,29 @@ def cache_root() -> Path:
     return Path(base) / "torchada"
 
 
-def verbose_builds() -> bool:
-    return os.environ.get("TORCHADA_VERBOSE_BUILD", "") not in ("", "0")
+VERBOSE_ENV = "TORCHADA_VERBOSE_BUILD"
+
+
+def verbose_builds(*also: str) -> bool:
+    """``TORCHADA_VERBOSE_BUILD=1`` (or any of the variables in ``also``) shows the build."""
+    return any(os.environ.get(name, "") not in ("", "0") for name in (VERBOSE_ENV, *also))
+
+
+@dataclass(frozen=True)
+class BuildRecord:
+    """What the last :func:`load_torch_extension` call of a name found or did."""
+
+    name: str
+    path: Path  # the loaded shared object
+    built: bool  # False: taken from the cache
+    seconds: float  # build time, or lookup and load time when cached
+
+
+_records: Dict[str, BuildRecord] = {}
+
+
+def last_build(name: str) -> Optional[BuildRecord]:
+    return _records.get(name)
 
 
 def build_key(sources: Sequence[Path], *extra: str) -> str:
@@ -118,41 +143,95 @@ def torch_cpp_extension() -> ModuleType:
     return vars(module).get("__torchada_original__") or module
 
 
+def _is_musa_source(path: Path) -> bool:
+    return path.suffix in (".mu", ".muh")
+
+
+@contextlib.contextmanager
+def _musa_arch_list(arch: Optional[str]) -> Iterator[None]:
+    # torch_musa's loader reads the target from TORCH_MUSA_ARCH_LIST ("22" for mp_22).
+    if arch is None:
+        yield
+        return
+    old = os.environ.get("TORCH_MUSA_ARCH_LIST")
+    os.environ["TORCH_MUSA_ARCH_LIST"] = arch.split("_", 1)[-1]
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("TORCH_MUSA_ARCH_LIST", None)
+        else:
+            os.environ["TORCH_MUSA_ARCH_LIST"] = old
+
+
 def load_torch_extension(
-    name: str, sources: Sequence[Path], extra_cflags: Sequence[str] = ()
+    name: str,
+    sources: Sequence[Path],
+    extra_cflags: Sequence[str] = (),
+    *,
+    key_extra: Sequence[str] = (),
+    extra_include_paths: Sequence[Path] = (),
+    verbose: Optional[bool] = None,
+    musa_arch: Optional[str] = None,
 ) -> ModuleType:
-    """Build (once) and import a torch C++ extension from ``sources``."""
+    """Build (once) and import a torch C++ extension from ``sources``.
+
+    The cache key covers the sources, the flags, torch's version and ``key_extra`` (what else the
+    result depends on: headers, torch_musa's version, the MUSA target). ``.mu`` sources go
+    through torch_musa's loader with ``musa_arch`` (``mp_22``) as the target.
+    """
     import torch
 
     sources = [Path(s) for s in sources]
-    key = build_key(sources, torch.__version__, *extra_cflags)
+    with_musa = any(_is_musa_source(s) for s in sources)
+    include_paths = [str(p) for p in extra_include_paths]
+    # Only what is given joins the key: callers without extras keep the keys they always had.
+    extras = [*extra_cflags, *include_paths, *key_extra, *([musa_arch] if musa_arch else [])]
+    key = build_key(sources, torch.__version__, *extras)
     build_dir = cache_root() / name / key
     artefact = build_dir / f"{name}.so"
     # The marker, not the .so, says "done": a link killed half-way can leave a truncated .so.
     done = build_dir / ".complete"
+    start = time.perf_counter()
     if done.exists():
-        return _load_extension_file(name, artefact)
+        module = _load_extension_file(name, artefact)
+        _records[name] = BuildRecord(name, artefact, False, time.perf_counter() - start)
+        return module
     with _locked(build_dir.with_suffix(".lock")):
         if done.exists():  # another process built it while we waited
-            return _load_extension_file(name, artefact)
+            module = _load_extension_file(name, artefact)
+            _records[name] = BuildRecord(name, artefact, False, time.perf_counter() - start)
+            return module
         build_dir.mkdir(parents=True, exist_ok=True)
-        # Only a dead builder can have left torch's own baton behind: we hold the lock.
+        # Only a dead builder can have left torch's own baton, or a half-written library, behind:
+        # we hold the lock and the marker is missing.
         (build_dir / "lock").unlink(missing_ok=True)
+        artefact.unlink(missing_ok=True)
         _ensure_ninja_on_path()
-        cpp_extension = torch_cpp_extension()
+        if with_musa:
+            loader = importlib.import_module("torch_musa.utils.musa_extension")
+            musa_flags = {"extra_musa_cflags": ["-O2"]}
+        else:
+            loader = torch_cpp_extension()
+            musa_flags = {}
         start = _announce(f"native library '{name}'")
         try:
-            module = cpp_extension.load(
-                name=name,
-                sources=[str(s) for s in sources],
-                extra_cflags=["-O2", *extra_cflags],
-                build_directory=str(build_dir),
-                verbose=verbose_builds(),
-            )
+            with _musa_arch_list(musa_arch if with_musa else None):
+                module = loader.load(
+                    name=name,
+                    sources=[str(s) for s in sources],
+                    extra_cflags=["-O2", *extra_cflags],
+                    extra_include_paths=include_paths or None,
+                    build_directory=str(build_dir),
+                    verbose=verbose_builds() if verbose is None else verbose,
+                    **musa_flags,
+                )
         except Exception as err:  # torch raises RuntimeError carrying the compiler output
             raise NativeBuildError(f"building {name} failed:\n{err}") from err
         done.touch()
-        logger.info("built %s in %.1f s at %s", name, time.perf_counter() - start, build_dir)
+        seconds = time.perf_counter() - start
+        _records[name] = BuildRecord(name, artefact, True, seconds)
+        logger.info("built %s in %.1f s at %s", name, seconds, build_dir)
         return module
 
 

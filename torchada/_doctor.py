@@ -8,6 +8,8 @@ import platform
 import sys
 from typing import Any, Dict, List
 
+OVERRIDE_OFF_PREFIX = "TORCHADA_DISABLE_OP_OVERRIDE_"
+
 SWITCHES = (
     "TORCHADA_DISABLE",
     "TORCHADA_ACTIVE",
@@ -20,6 +22,10 @@ SWITCHES = (
     "TORCHADA_SIM_BOARD",
     "TORCHADA_SIM_DEVICES",
     "TORCHADA_VERBOSE_BUILD",
+    "TORCHADA_ENABLE_CPP_OPS",
+    "TORCHADA_DEBUG_CPP_OPS",
+    "TORCHADA_CPP_OPS_VERBOSE",
+    "MTGPU_TARGET",
     "MUSA_VISIBLE_DEVICES",
     "CUDA_VISIBLE_DEVICES",
     "MUSA_HOME",
@@ -42,7 +48,11 @@ def collect() -> Dict[str, Any]:
         "enabled": _activation.is_enabled(),
         "switches": {k: os.environ[k] for k in SWITCHES if k in os.environ},
         "switches_off": sorted(
-            k for k in os.environ if k.startswith("TORCHADA_DISABLE_") and os.environ[k] == "1"
+            k
+            for k in os.environ
+            if k.startswith("TORCHADA_DISABLE_")
+            and not k.startswith(OVERRIDE_OFF_PREFIX)
+            and os.environ[k] == "1"
         ),
     }
     musa = sys.modules.get("torch_musa")
@@ -61,13 +71,30 @@ def collect() -> Dict[str, Any]:
     native = sys.modules.get("torchada._native")
     state = getattr(native, "state", None)
     info["native_library"] = state() if callable(state) else "not loaded"
+    info["op_overrides"] = _op_overrides(info)
     info["warnings"] = warnings_for(info)
     return info
+
+
+def _op_overrides(info: Dict[str, Any]) -> Dict[str, Any]:
+    # Reads what is there; never builds the native library.
+    from torchada import _cpp_ops, _native
+
+    out: Dict[str, Any] = _cpp_ops.state()
+    try:
+        out["target_arch"] = _native.target_arch() if info.get("torch_musa") else None
+    except ValueError as err:
+        out["target_arch_error"] = str(err)
+    out["musa_kernels"] = _native.plan([], _native.musa_sources()).musa_note()
+    return out
 
 
 def warnings_for(info: Dict[str, Any]) -> List[str]:
     env = info["switches"]
     out = []
+    ops = info.get("op_overrides", {})
+    if ops.get("target_arch_error"):
+        out.append(ops["target_arch_error"])
     truthy = {"1", "true", "yes", "on"}
     if (
         env.get("TORCHADA_SIMULATE", "").lower() in truthy
@@ -122,13 +149,40 @@ def render(info: Dict[str, Any]) -> str:
             f"{dev['capability'][0]}.{dev['capability'][1]})"
         )
     lines.append(f"native lib    {info['native_library']}")
+    lines.extend(_render_op_overrides(info["op_overrides"]))
     if info["switches"]:
         lines.append("environment   " + ", ".join(f"{k}={v}" for k, v in info["switches"].items()))
     if info["switches_off"]:
         lines.append("subsystems off " + ", ".join(info["switches_off"]))
+    overrides_off = sorted(k for k in os.environ if k.startswith(OVERRIDE_OFF_PREFIX))
+    if overrides_off:
+        lines.append("overrides off " + ", ".join(overrides_off))
     for w in info["warnings"]:
         lines.append(f"warning: {w}")
     return "\n".join(lines)
+
+
+def _render_op_overrides(ops: Dict[str, Any]) -> List[str]:
+    if ops["installed"]:
+        state = ", ".join(
+            f"{name} ({entry['op']}, {entry.get('calls', 0)} calls)"
+            for name, entry in sorted(ops["installed"].items())
+        )
+    elif ops["requested"] and not ops["active"]:
+        state = "requested, not installed (torchada is off or not on MUSA)"
+    elif ops["requested"]:
+        state = "requested, none installed"
+    else:
+        state = "off (TORCHADA_ENABLE_CPP_OPS=1 installs torchada's own)"
+    lines = [f"op overrides  {state}"]
+    for name, why in sorted(ops["left_out"].items()):
+        lines.append(f"  left out    {name} ({why})")
+    if ops["extensions"]:
+        lines.append("  extensions  " + ", ".join(ops["extensions"]))
+    arch = ops.get("target_arch")
+    lines.append(f"MUSA target   {arch or 'unknown'}")
+    lines.append(f"MUSA kernels  {ops['musa_kernels']}")
+    return lines
 
 
 def main(argv: List[str]) -> int:

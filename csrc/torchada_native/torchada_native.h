@@ -1,6 +1,7 @@
 // torchada's native library: pieces that must live below Python to cost nothing on hot paths.
 // Each feature exposes an init function that module.cpp calls to add its Python bindings; nothing
-// is registered with torch when the library is loaded, only when Python asks for it.
+// is registered with torch when the library is loaded, only when Python asks for it (the operator
+// overrides included: loading the library for device translation installs none of them).
 
 #pragma once
 
@@ -13,5 +14,8 @@ void init_device_translation(pybind11::module_& m);
 
 // Tensor.to reading "cuda" devices as MUSA ones before torch compares devices: device_methods.cpp.
 void init_device_methods(pybind11::module_& m);
+
+// Operator overrides for the MUSA key, installed one by one from Python: op_overrides.cpp.
+void init_op_overrides(pybind11::module_& m);
 
 }  // namespace torchada_native
