@@ -390,6 +390,32 @@ def test_rng_reproducibility_and_state():
     assert torch.random.fork_rng is m.fork_rng
 
 
+def test_dropout_draws_from_the_musa_generator():
+    # native_dropout has no generator argument; on a device it uses that device's generator, so
+    # torch.musa's seed and RNG state decide the mask, whatever the CPU generator does.
+    m = torch.musa
+    x = torch.ones(64, device="musa", requires_grad=True)
+    torch.manual_seed(1)
+    m.manual_seed(3)
+    a = torch.nn.functional.dropout(x, 0.5)
+    torch.manual_seed(2)
+    m.manual_seed(3)
+    state = m.get_rng_state()
+    b = torch.nn.functional.dropout(x, 0.5)
+    assert torch.equal(a.detach().cpu(), b.detach().cpu())
+    torch.rand(7)  # CPU draws in between change nothing
+    m.set_rng_state(state)
+    c = torch.nn.functional.dropout(x, 0.5)
+    assert torch.equal(a.detach().cpu(), c.detach().cpu())
+    assert set(a.detach().cpu().tolist()) == {0.0, 2.0} and a.device.type == "musa"
+    c.sum().backward()
+    assert torch.equal(x.grad.cpu(), a.detach().cpu())  # d(mask * x * 2)/dx
+    out, mask = torch.ops.aten.native_dropout(x.detach(), 0.5, False)
+    assert mask.dtype == torch.bool and bool(mask.all()) and torch.equal(out.cpu(), x.cpu())
+    out, mask = torch.ops.aten.native_dropout(x.detach(), 1.0, True)
+    assert not bool(mask.any()) and float(out.abs().sum()) == 0.0
+
+
 # ---------------------------------------------------------------- AMP
 def test_autocast_and_grad_scaler():
     a = torch.randn(4, 4, device="musa")
