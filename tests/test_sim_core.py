@@ -460,6 +460,27 @@ def test_graph_capture_and_replay():
         m.MUSAGraph().replay()
 
 
+def test_graph_capture_runs_nothing_until_replay():
+    # As on a device: captured writes to tensors that existed before (an optimizer step on
+    # parameters, in-place updates of static buffers) take effect at each replay, not at capture.
+    m = torch.musa
+    w = torch.ones(3, device="musa")
+    x = torch.full((3,), 2.0, device="musa")
+    buf = torch.zeros(2, 3, device="musa")
+    g = m.MUSAGraph()
+    with m.graph(g):
+        w.add_(x)
+        y = w * 2
+        buf[1].copy_(y)
+        torch._foreach_mul_([x], 3.0)
+    assert w.tolist() == [1.0] * 3 and x.tolist() == [2.0] * 3 and buf.sum().item() == 0
+    g.replay()
+    assert w.tolist() == [3.0] * 3 and y.tolist() == [6.0] * 3 and x.tolist() == [6.0] * 3
+    assert buf.tolist() == [[0.0] * 3, [6.0] * 3]
+    g.replay()
+    assert w.tolist() == [9.0] * 3 and y.tolist() == [18.0] * 3 and buf[1].tolist() == [18.0] * 3
+
+
 def test_mudnn_and_profiler_activity():
     mudnn = torch.backends.mudnn
     assert mudnn.allow_tf32 is True and isinstance(mudnn.version(), int)
