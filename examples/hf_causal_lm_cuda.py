@@ -3,7 +3,8 @@
 A tiny Llama built from a config with seeded random weights (nothing is downloaded). The same
 model is kept on the CPU as the reference: the CUDA logits must match it within tolerance and
 greedy generation must produce the same tokens. Then a few AdamW steps under
-``torch.autocast("cuda", dtype=torch.float16)`` with ``torch.amp.GradScaler("cuda")``.
+``torch.autocast("cuda", dtype=torch.float16)`` with ``torch.amp.GradScaler("cuda")``, and
+gradient checkpointing with attention dropout against the same model without it.
 Prints one JSON line with what it measured; exits non-zero if a check fails.
 
     python examples/hf_causal_lm_cuda.py [--steps N]
@@ -17,8 +18,9 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 
-def tiny_llama() -> LlamaForCausalLM:
+def tiny_llama(attention_dropout: float = 0.0) -> LlamaForCausalLM:
     config = LlamaConfig(
+        attention_dropout=attention_dropout,
         vocab_size=256,
         hidden_size=64,
         intermediate_size=128,
@@ -75,6 +77,18 @@ def main() -> None:
         scaler.step(opt)
         scaler.update()
         losses.append(out.loss.item())
+
+    # Gradient checkpointing with attention dropout: the recomputed forward must draw the same
+    # dropout masks, so the gradients equal those of the plain model.
+    plain = tiny_llama(attention_dropout=0.2).cuda().train()
+    checkpointed = copy.deepcopy(plain)
+    checkpointed.gradient_checkpointing_enable()
+    grads = []
+    for m in (plain, checkpointed):
+        torch.cuda.manual_seed(7)
+        m(batch, labels=batch).loss.backward()
+        grads.append([p.grad for p in m.parameters()])
+    ckpt_grad_diff = max((a - b).abs().max().item() for a, b in zip(*grads))
     torch.cuda.synchronize()
 
     result = {
@@ -87,6 +101,7 @@ def main() -> None:
         "scale": scaler.get_scale(),
         "param_device": str(next(model.parameters()).device),
         "param_dtype": str(next(model.parameters()).dtype),
+        "checkpointing_grad_diff": ckpt_grad_diff,
     }
     print(json.dumps(result), flush=True)
     if max_abs_diff > 1e-4:
@@ -97,6 +112,8 @@ def main() -> None:
         raise SystemExit(f"non-finite loss: {losses}")
     if losses[-1] >= losses[0]:
         raise SystemExit(f"training did not reduce the loss: {losses}")
+    if ckpt_grad_diff > 1e-6:
+        raise SystemExit(f"gradient checkpointing changed the gradients by {ckpt_grad_diff}")
 
 
 if __name__ == "__main__":

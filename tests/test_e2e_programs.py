@@ -36,7 +36,7 @@ def _decreasing(values) -> bool:
     importlib.util.find_spec("transformers") is None,
     reason="transformers is not installed (it is in the 'test' extra)",
 )
-def test_hf_causal_lm_forward_generate_and_amp_training(mode, cuda_program, tmp_path):
+def test_hf_causal_lm_forward_generate_amp_training_and_checkpointing(mode, cuda_program, tmp_path):
     r = cuda_program(mode, os.path.join(EXAMPLES, "hf_causal_lm_cuda.py"), workdir=tmp_path)
     out = _result(r)
     assert out["logits_device"] == "musa:0" and out["param_device"] == "musa:0"
@@ -46,6 +46,8 @@ def test_hf_causal_lm_forward_generate_and_amp_training(mode, cuda_program, tmp_
     assert out["autocast_logits_dtypes"] == ["torch.float16"]  # autocast("cuda") took effect
     assert out["param_dtype"] == "torch.float32" and out["scale"] > 1
     assert _decreasing(out["losses"]) and len(out["losses"]) == 6
+    # Gradient checkpointing recomputes attention dropout with the forward's masks.
+    assert out["checkpointing_grad_diff"] <= 1e-6
 
 
 def test_dataloader_workers_side_stream_checkpoint_and_resume(mode, cuda_program, tmp_path):
