@@ -390,6 +390,32 @@ def test_rng_reproducibility_and_state():
     assert torch.random.fork_rng is m.fork_rng
 
 
+def test_dropout_draws_from_the_musa_generator():
+    # native_dropout has no generator argument; on a device it uses that device's generator, so
+    # torch.musa's seed and RNG state decide the mask, whatever the CPU generator does.
+    m = torch.musa
+    x = torch.ones(64, device="musa", requires_grad=True)
+    torch.manual_seed(1)
+    m.manual_seed(3)
+    a = torch.nn.functional.dropout(x, 0.5)
+    torch.manual_seed(2)
+    m.manual_seed(3)
+    state = m.get_rng_state()
+    b = torch.nn.functional.dropout(x, 0.5)
+    assert torch.equal(a.detach().cpu(), b.detach().cpu())
+    torch.rand(7)  # CPU draws in between change nothing
+    m.set_rng_state(state)
+    c = torch.nn.functional.dropout(x, 0.5)
+    assert torch.equal(a.detach().cpu(), c.detach().cpu())
+    assert set(a.detach().cpu().tolist()) == {0.0, 2.0} and a.device.type == "musa"
+    c.sum().backward()
+    assert torch.equal(x.grad.cpu(), a.detach().cpu())  # d(mask * x * 2)/dx
+    out, mask = torch.ops.aten.native_dropout(x.detach(), 0.5, False)
+    assert mask.dtype == torch.bool and bool(mask.all()) and torch.equal(out.cpu(), x.cpu())
+    out, mask = torch.ops.aten.native_dropout(x.detach(), 1.0, True)
+    assert not bool(mask.any()) and float(out.abs().sum()) == 0.0
+
+
 # ---------------------------------------------------------------- AMP
 def test_autocast_and_grad_scaler():
     a = torch.randn(4, 4, device="musa")
@@ -432,6 +458,27 @@ def test_graph_capture_and_replay():
         m.graph(cuda_graph=m.MUSAGraph())
     with pytest.raises(RuntimeError, match="without a preceding successful capture"):
         m.MUSAGraph().replay()
+
+
+def test_graph_capture_runs_nothing_until_replay():
+    # As on a device: captured writes to tensors that existed before (an optimizer step on
+    # parameters, in-place updates of static buffers) take effect at each replay, not at capture.
+    m = torch.musa
+    w = torch.ones(3, device="musa")
+    x = torch.full((3,), 2.0, device="musa")
+    buf = torch.zeros(2, 3, device="musa")
+    g = m.MUSAGraph()
+    with m.graph(g):
+        w.add_(x)
+        y = w * 2
+        buf[1].copy_(y)
+        torch._foreach_mul_([x], 3.0)
+    assert w.tolist() == [1.0] * 3 and x.tolist() == [2.0] * 3 and buf.sum().item() == 0
+    g.replay()
+    assert w.tolist() == [3.0] * 3 and y.tolist() == [6.0] * 3 and x.tolist() == [6.0] * 3
+    assert buf.tolist() == [[0.0] * 3, [6.0] * 3]
+    g.replay()
+    assert w.tolist() == [9.0] * 3 and y.tolist() == [18.0] * 3 and buf[1].tolist() == [18.0] * 3
 
 
 def test_mudnn_and_profiler_activity():

@@ -247,3 +247,21 @@ def test_disable_restores_backends():
         assert B.mudnn.allow_tf32 is False
     finally:
         assert torchada.enable()
+
+
+def test_torch_modules_that_import_cuda_symbols_still_import(py):
+    # Inductor's CUDA graph trees import CUDA-only names from torch._C when is_built() is true;
+    # with torchada on they import as in this CUDA-less build (fresh process: imported once).
+    code = """
+        import json, torch
+        import torchada
+        assert torch.backends.cuda.is_built() is True
+        torch.compiler.cudagraph_mark_step_begin()  # imports torch._inductor.cudagraph_trees
+        from torch._inductor import cudagraph_trees
+        torch._dynamo.reset()
+        state = cudagraph_trees.AllocatorState
+        print(json.dumps([torch.backends.cuda.is_built(), state.__module__]))
+    """
+    r = py(code, env={"TORCHADA_SIMULATE": "1", "TORCHADA_FORCE_CUDA_AVAILABLE": "1"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip().splitlines()[-1] == '[true, "torch._inductor.cudagraph_trees"]'

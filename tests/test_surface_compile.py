@@ -128,16 +128,61 @@ def test_inductor_on_the_simulator():
     assert info["version"]["musa"] == torch.version.musa
 
 
+def test_inductor_reductions_backward_and_causal_attention_on_the_simulator():
+    # Musa kernels are C++ CPU ones on the simulator: the scheduler must not apply its
+    # Triton-only reindexing to them (layer_norm backward, a reduction over a view), and CSE must
+    # keep the dtypes the C++ kernels need (the causal mask's index_expr).
+    from torch._inductor import utils
+    from torch._inductor.codegen import common
+
+    def norm_loss(x, w):
+        return torch.nn.functional.layer_norm(x, (x.shape[-1],), w).square().sum()
+
+    def head_softmax(x):
+        return (x.view(2, 8, 4, 8).transpose(1, 2).softmax(-1) + 1).reshape(2, -1)
+
+    def attention(q):
+        return torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+
+    torch._dynamo.reset()
+    x = torch.randn(2, 8, 32, device="musa")
+    w = torch.randn(32, device="musa")
+    q = torch.randn(2, 4, 8, 8, device="musa")
+    # Generate the code here: a compiled graph from Inductor's on-disk cache would hide a failure.
+    with torch._inductor.config.patch(fx_graph_cache=False):
+        grads = []
+        for fn in (norm_loss, torch.compile(norm_loss, backend="inductor")):
+            xr, wr = x.clone().requires_grad_(), w.clone().requires_grad_()
+            fn(xr, wr).backward()
+            grads.append((xr.grad, wr.grad))
+        torch.testing.assert_close(grads[1], grads[0], atol=1e-4, rtol=1e-4)
+        assert grads[1][0].device.type == "musa"
+        compiled = torch.compile(head_softmax, backend="inductor")
+        torch.testing.assert_close(compiled(x), head_softmax(x))
+        torch.testing.assert_close(torch.compile(attention, backend="inductor")(q), attention(q))
+
+    assert utils.get_current_backend("musa") == torch._inductor.config.cpu_backend
+    assert common.get_current_backend is utils.get_current_backend
+    assert utils.get_current_backend("cuda") == torch._inductor.config.cuda_backend
+
+
 def test_disable_restores_inductor_hooks():
+    from torch._inductor import scheduler, utils
     from torch._inductor.codecache import CacheBase
     from torch._inductor.codegen import common
 
+    common.init_backend_registration()
     patched_get_system = CacheBase.get_system
     patched_registration = common.init_backend_registration
+    patched_is_cpu = scheduler.BaseSchedulerNode.is_cpu
+    patched_backend = utils.get_current_backend
     torchada.disable()
     try:
         assert CacheBase.get_system is patched_get_system.__wrapped__
         assert common.init_backend_registration is patched_registration.__wrapped__
+        assert scheduler.BaseSchedulerNode.is_cpu is patched_is_cpu.__wrapped__
+        for module in (utils, scheduler, common):
+            assert module.get_current_backend is patched_backend.__wrapped__
         assert common.get_scheduling_for_device("musa") is None
         from torch._dynamo import device_interface
 

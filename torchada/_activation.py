@@ -93,6 +93,35 @@ def _patch_musa_classes(torch_musa: Any) -> None:
     _patcher.set_attr(torch_musa.Event, "cuda_event", property(lambda e: e.musa_event))
 
 
+def _patch_musa_initialized(torch_musa: Any) -> None:
+    # torch_musa's `_initialized` is a copy taken at import, so it stays False. torch reads
+    # `device_module._initialized` to decide whether the device was in use: activation
+    # checkpointing (torch.utils.checkpoint, Hugging Face's gradient checkpointing) saves and
+    # restores the device RNG state only then, so dropout inside a checkpointed block drew other
+    # masks on recomputation and gradients came out silently wrong. It answers as
+    # torch.cuda._initialized does on CUDA: whether the device has been initialized.
+    original_cls = type(torch_musa)
+
+    class _MusaModule(original_cls):  # type: ignore[valid-type, misc]
+        @property
+        def _initialized(self) -> bool:
+            return bool(self.is_initialized())
+
+        @_initialized.setter
+        def _initialized(self, value: bool) -> None:
+            self.__dict__["_initialized"] = value  # kept for undo; the property answers
+
+    _MusaModule.__name__ = original_cls.__name__
+    _MusaModule.__qualname__ = original_cls.__qualname__
+    torch_musa.__class__ = _MusaModule
+
+    def restore() -> None:
+        if type(torch_musa) is _MusaModule:
+            torch_musa.__class__ = original_cls
+
+    _undo.append(restore)
+
+
 def enable(simulate: Optional[bool] = None) -> bool:
     """Install torchada's redirects when running on MUSA. Returns whether anything was installed.
 
@@ -147,6 +176,7 @@ def enable(simulate: Optional[bool] = None) -> bool:
         _hooks = hooks
         _undo.append(hooks.uninstall)
         _patch_musa_classes(torch_musa)
+        _patch_musa_initialized(torch_musa)
         from ._fills import distributed
 
         distributed.install(_patcher)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import sys
 from typing import Any
 
 import torch
@@ -283,8 +284,21 @@ def _cudnn_flags(original: Any) -> Any:
     return flags
 
 
+# torch modules that import CUDA-only names from torch._C at import time when is_built() is true
+# (Inductor's CUDA graph trees: `_cuda_CUDAAllocator_AllocatorState`); this build has none, so
+# while one of them is being imported it gets torch's own answer. Without that,
+# torch.compiler.cudagraph_mark_step_begin(), torch._dynamo.reset() after a "reduce-overhead"
+# compile, or a compiled optimizer step fail with ImportError.
+_TORCH_CUDA_IMPORTERS = ("torch._inductor.cudagraph_trees",)
+_original_is_built = _cuda_backends.is_built
+
+
 def is_built() -> bool:
-    """True: this PyTorch runs CUDA programs, on MUSA."""
+    """True: this PyTorch runs CUDA programs, on MUSA (torch's answer to the modules above)."""
+    for name in _TORCH_CUDA_IMPORTERS:
+        module = sys.modules.get(name)
+        if module is not None and getattr(getattr(module, "__spec__", None), "_initializing", 0):
+            return _original_is_built()
     return True
 
 

@@ -617,6 +617,25 @@ void sim_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   at::native::cpu_fallback(op, stack);
 }
 
+// native_dropout takes no generator argument: its CPU kernel, reached through the fallback, would
+// draw from the CPU default generator. A device kernel draws from its device's default generator
+// (torch.musa.manual_seed / set_rng_state govern dropout masks), so the mask is drawn here with
+// bernoulli_ on the musa tensor, whose generator the fallback resolves. Same results otherwise.
+std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p,
+                                                  std::optional<bool> train) {
+  if (input.numel() == 0) {
+    return {input, at::empty_like(input)};
+  }
+  if (train.has_value() && !*train) {
+    return {input.clone(), at::ones_like(input, input.options().dtype(at::kBool))};
+  }
+  const double p1m = 1. - p;
+  const double scale = p1m == 0 ? 0. : 1. / p1m;
+  auto mask = at::empty_like(input, input.options().dtype(at::kBool));
+  mask.bernoulli_(p1m);
+  return {input.mul(mask).mul_(scale), mask};
+}
+
 at::Tensor binary_cross_entropy_banned(const at::Tensor&, const at::Tensor&,
                                        const std::optional<at::Tensor>&, int64_t) {
   TORCH_CHECK(false,
@@ -649,6 +668,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("convolution_backward_overrideable", convolution_backward_overrideable);
   m.impl("_thnn_fused_lstm_cell", fused_lstm_cell);
   m.impl("_thnn_fused_lstm_cell_backward_impl", fused_lstm_cell_backward_impl);
+  m.impl("native_dropout", native_dropout);
 }
 
 // Ops whose composite kernel would call an out= variant with a wrongly shaped output: run the whole

@@ -2,12 +2,21 @@
 
 ``dist.get_backend()`` reports the truth ("mccl"), as ``device.type`` reports "musa": code that
 compares it with "nccl" should use :func:`torchada.is_nccl_backend` or accept both.
+
+A group of a backend that has nothing for the MUSA device (``new_group(backend="gloo")``, a CPU
+group) is created while the default group is bound to a device
+(``init_process_group(..., device_id=...)``): torch binds the new group to that device too and
+asks the group for its backend there, which on CUDA is gloo's CUDA support and on MUSA does not
+exist ("No backend type associated with device type musa"). Such a group is created unbound
+instead; it serves CPU tensors, as a gloo group does on MUSA anyway.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from typing import Any
+import inspect
+from typing import Any, Iterator
 
 import torch
 import torch.distributed as _dist
@@ -15,8 +24,6 @@ import torch.distributed.device_mesh as _device_mesh
 from torch.distributed import distributed_c10d as _c10d
 
 _init_process_group = _c10d.init_process_group
-_new_group = _c10d.new_group
-_new_subgroups = _c10d.new_subgroups
 _init_device_mesh = _device_mesh.init_device_mesh
 
 
@@ -56,22 +63,49 @@ def init_process_group(backend: Any = None, *args: Any, **kwargs: Any) -> Any:
     return _init_process_group(translate_backend(backend), *args, **kwargs)
 
 
-@functools.wraps(_new_group)
-def new_group(*args: Any, **kwargs: Any) -> Any:
-    if "backend" in kwargs:
-        kwargs["backend"] = translate_backend(kwargs["backend"])
-    elif len(args) >= 3:
-        args = (*args[:2], translate_backend(args[2]), *args[3:])
-    return _new_group(*args, **kwargs)
+def _serves(backend: Any, device_type: str) -> bool:
+    try:
+        return device_type in _c10d.BackendConfig(backend).get_device_backend_map()
+    except (ValueError, RuntimeError, AssertionError):
+        return True  # torch judges the backend string itself
 
 
-@functools.wraps(_new_subgroups)
-def new_subgroups(*args: Any, **kwargs: Any) -> Any:
-    if "backend" in kwargs:
-        kwargs["backend"] = translate_backend(kwargs["backend"])
-    elif len(args) >= 3:
-        args = (*args[:2], translate_backend(args[2]), *args[3:])
-    return _new_subgroups(*args, **kwargs)
+@contextlib.contextmanager
+def _unbound_unless_served(backend: Any) -> Iterator[None]:
+    """Create a group of ``backend`` without the default group's bound device when that backend
+    has nothing for the device (see the module docstring)."""
+    default = _c10d._world.default_pg if _dist.is_available() else None
+    bound = getattr(default, "bound_device_id", None)
+    if not isinstance(backend, str) or bound is None or _serves(backend, bound.type):
+        yield
+        return
+    default.bound_device_id = None
+    try:
+        yield
+    finally:
+        default.bound_device_id = bound
+
+
+def _group_factory(original: Any) -> Any:
+    """``original`` (a torch function creating groups) with its ``backend`` argument translated,
+    however it is passed, and the bound-device rule of the module docstring applied."""
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def create(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        backend = bound.arguments.get("backend")
+        if "backend" in bound.arguments:
+            bound.arguments["backend"] = backend = translate_backend(backend)
+        with _unbound_unless_served(backend):
+            return original(*bound.args, **bound.kwargs)
+
+    return create
+
+
+new_group = _group_factory(_c10d.new_group)
+new_subgroups = _group_factory(_c10d.new_subgroups)
+new_subgroups_by_enumeration = _group_factory(_c10d.new_subgroups_by_enumeration)
 
 
 @functools.wraps(_init_device_mesh)

@@ -3,6 +3,12 @@
 Capture records every ATen call made while capturing (through a dispatch mode, which autograd's
 device threads inherit); replay re-runs them on the same tensors and writes results back into the
 captured outputs, so static inputs and outputs behave as with a real graph.
+
+A real capture runs nothing: work captured on the device takes effect at replay only. The
+recorder has to run each call to learn its outputs, so it keeps a copy of every tensor that
+existed before the capture and that a captured call writes (parameters an optimizer step updates,
+a static buffer filled in place), and puts those copies back when the capture ends. Tensors the
+capture allocates keep what was computed (on a device their contents are undefined until replay).
 """
 
 import gc
@@ -38,10 +44,41 @@ def graph_pool_handle():
     return (0, _pool_counter[0])
 
 
+def _tensors(value):
+    return [t for t in tree_flatten(value)[0] if isinstance(t, torch.Tensor)]
+
+
+def _storage_key(t):
+    return t.untyped_storage().data_ptr()
+
+
 class _Recorder(TorchDispatchMode):
     def __init__(self, ops):
         super().__init__()
         self.ops = ops
+        self.created = set()  # storages allocated by captured calls
+        self.saved = {}  # storage -> (byte view of it, its contents before the capture)
+        self.lock = threading.Lock()  # autograd's device threads record too
+
+    def _written(self, func, args, kwargs):
+        for i, arg in enumerate(func._schema.arguments):
+            if arg.alias_info is None or not arg.alias_info.is_write:
+                continue
+            value = args[i] if i < len(args) else kwargs.get(arg.name)
+            yield from _tensors(value)
+
+    def _save(self, t):
+        key = _storage_key(t)
+        if key == 0 or key in self.created or key in self.saved:
+            return
+        whole = torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
+        self.saved[key] = (whole, whole.clone())
+
+    def restore(self):
+        with torch.no_grad():
+            for whole, before in self.saved.values():
+                whole.copy_(before)
+        self.saved.clear()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -50,8 +87,17 @@ class _Recorder(TorchDispatchMode):
                 "MUSA error: operation not permitted when stream is capturing "
                 "(a host synchronisation such as .item() was called during graph capture)"
             )
+        with self.lock:
+            for t in self._written(func, args, kwargs):
+                self._save(t)
+            inputs = {_storage_key(t) for t in _tensors((args, kwargs))}
         out = func(*args, **kwargs)
-        self.ops.append((func, args, kwargs, out))
+        with self.lock:
+            for t in _tensors(out):
+                key = _storage_key(t)
+                if key not in inputs:
+                    self.created.add(key)
+            self.ops.append((func, args, kwargs, out))
         return out
 
 
@@ -80,6 +126,7 @@ class MUSAGraph(_MUSAGraph):
         if self._recorder is None:
             raise RuntimeError("capture_end() called without capture_begin()")
         self._recorder.__exit__(None, None, None)
+        self._recorder.restore()  # the captured work has not run yet: it runs at replay
         self._recorder = None
         _capturing.depth -= 1
         self._captured = True

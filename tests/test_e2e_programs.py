@@ -1,0 +1,102 @@
+"""End-to-end: unmodified CUDA-written programs on the simulated MUSA device, each run in a fresh
+process through ``python -m torchada.run --simulate`` and, separately, with ``import torchada``
+as its first line (see ``run_cuda_program`` in conftest.py). Each program prints one JSON line
+of what it measured; the checks are on results (against CPU or eager references), not on the
+program having run."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+
+import pytest
+import torch
+from conftest import E2E_MODES, REPO
+
+pytestmark = [pytest.mark.slow, pytest.mark.parametrize("mode", E2E_MODES)]
+
+EXAMPLES = os.path.join(REPO, "examples")
+PROGRAMS = os.path.join(REPO, "tests", "e2e_programs")
+
+
+def _result(r) -> dict:
+    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-4000:])
+    lines = [x for x in r.stdout.splitlines() if x.startswith("{")]
+    assert lines, r.stdout[-2000:]
+    return json.loads(lines[-1])
+
+
+def _decreasing(values) -> bool:
+    return all(math.isfinite(v) for v in values) and values[-1] < values[0]
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("transformers") is None,
+    reason="transformers is not installed (it is in the 'test' extra)",
+)
+def test_hf_causal_lm_forward_generate_amp_training_and_checkpointing(mode, cuda_program, tmp_path):
+    r = cuda_program(mode, os.path.join(EXAMPLES, "hf_causal_lm_cuda.py"), workdir=tmp_path)
+    out = _result(r)
+    assert out["logits_device"] == "musa:0" and out["param_device"] == "musa:0"
+    assert out["max_abs_logit_diff"] < 1e-4  # against the same model on the CPU
+    assert out["tokens"] == out["ref_tokens"]  # greedy generation, CPU tokens
+    assert len(out["tokens"][0]) == 12 + 8
+    assert out["autocast_logits_dtypes"] == ["torch.float16"]  # autocast("cuda") took effect
+    assert out["param_dtype"] == "torch.float32" and out["scale"] > 1
+    assert _decreasing(out["losses"]) and len(out["losses"]) == 6
+    # Gradient checkpointing recomputes attention dropout with the forward's masks.
+    assert out["checkpointing_grad_diff"] <= 1e-6
+
+
+def test_dataloader_workers_side_stream_checkpoint_and_resume(mode, cuda_program, tmp_path):
+    prog = os.path.join(EXAMPLES, "dataloader_resume_cuda.py")
+    ckpt, full, resumed = (str(tmp_path / n) for n in ("ckpt.pt", "full.pt", "resumed.pt"))
+    a = _result(
+        cuda_program(
+            mode,
+            prog,
+            ["--epochs", 4, "--save-at", 2, "--ckpt", ckpt, "--final", full],
+            workdir=tmp_path,
+        )
+    )
+    b = _result(
+        cuda_program(
+            mode, prog, ["--epochs", 4, "--resume", ckpt, "--final", resumed], workdir=tmp_path
+        )
+    )
+    for run in (a, b):
+        assert run["all_pinned"] and run["workers"] == [0, 1]  # pinned batches from 2 workers
+        assert run["param_device"] == "musa:0"
+        assert all(ms > 0 for ms in run["epoch_ms"])  # timed CUDA events
+    assert _decreasing(a["epoch_losses"]) and a["first_epoch"] == 0 and a["resumed_on"] is None
+    assert b["first_epoch"] == 2 and b["resumed_on"] == "musa:0"  # map_location="cuda"
+    # Resumed training is uninterrupted training: same epoch losses, same final weights.
+    assert b["epoch_losses"] == a["epoch_losses"][2:]
+    wa, wb = torch.load(full), torch.load(resumed)
+    assert wa.keys() == wb.keys()
+    for k in wa:
+        assert wa[k].device.type == "cpu" and torch.equal(wa[k], wb[k]), k
+
+
+def test_torch_compile_matches_eager(mode, cuda_program, tmp_path):
+    out = _result(cuda_program(mode, os.path.join(PROGRAMS, "compile_cuda.py"), workdir=tmp_path))
+    assert out["backend"] == "inductor" and out["device"] == "musa:0"
+    assert out["fwd_diff"] < 1e-5 and out["grad_diff"] < 1e-5 and out["weight_diff"] < 1e-5
+    for e, c in zip(out["losses_eager"], out["losses_compiled"]):
+        assert c == pytest.approx(e, rel=1e-5)
+    assert _decreasing(out["losses_compiled"])
+
+
+def test_cuda_graphs_capture_replay_and_graphed_callables(mode, cuda_program, tmp_path):
+    out = _result(
+        cuda_program(mode, os.path.join(PROGRAMS, "cuda_graphs_cuda.py"), workdir=tmp_path)
+    )
+    assert out["inference_diff"] < 1e-6
+    # A captured training iteration, replayed, trains exactly as the eager loop does.
+    assert out["training_weight_diff"] < 1e-6
+    assert len(out["training_losses"]) == 5
+    assert all(math.isfinite(v) for v in out["training_losses"])
+    assert out["graphed_callables_weight_diff"] < 1e-6
+    assert out["capturing_after"] is False

@@ -1,0 +1,65 @@
+"""Activation checkpointing of CUDA-written code on MUSA: recomputation draws the same dropout
+masks, because torch sees the device as initialized (torch_musa's own `_initialized` is a copy
+taken at import and stays False)."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+import torch
+from torch.utils.checkpoint import checkpoint
+
+import torchada
+
+
+@pytest.fixture(scope="module", autouse=True)
+def enabled(musa_sim):
+    assert torchada.enable()
+    yield
+    torchada.disable()
+
+
+def _dropout_times_three(x):
+    return torch.nn.functional.dropout(x, 0.5) * 3
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_checkpointed_dropout_recomputes_the_same_mask(reentrant):
+    x = torch.ones(256, device="cuda", requires_grad=True)
+    assert torch.musa._initialized is True and torch.musa.is_initialized()
+    y = checkpoint(_dropout_times_three, x, use_reentrant=reentrant)
+    y.sum().backward()
+    assert x.grad.device.type == "musa"
+    # y = mask * x * 2 * 3, so dy/dx is 6 exactly where the forward kept an element.
+    assert torch.equal(x.grad.cpu(), y.detach().cpu())
+    assert 0 < int((y != 0).sum()) < 256
+
+
+def test_checkpointed_block_trains_like_the_plain_block():
+    torch.manual_seed(0)
+    block = torch.nn.Sequential(
+        torch.nn.Linear(16, 32), torch.nn.Dropout(0.2), torch.nn.GELU(), torch.nn.Linear(32, 16)
+    ).cuda()
+    x = torch.randn(8, 16, device="cuda")
+    grads = []
+    for use_checkpoint in (False, True):
+        block.zero_grad()
+        torch.cuda.manual_seed(3)
+        out = checkpoint(block, x, use_reentrant=False) if use_checkpoint else block(x)
+        out.square().mean().backward()
+        grads.append([p.grad.clone() for p in block.parameters()])
+    for plain, ckpt in zip(*grads):
+        assert torch.equal(plain.cpu(), ckpt.cpu())
+
+
+def test_disable_restores_torch_musa_module():
+    musa = torch.musa
+    torchada.disable()
+    try:
+        assert type(musa) is types.ModuleType
+        assert musa._initialized is False  # torch_musa's own copy, taken at import
+    finally:
+        assert torchada.enable()
+    assert musa._initialized is True and isinstance(musa, types.ModuleType)
+    assert type(musa).__name__ == "module"
