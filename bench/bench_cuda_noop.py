@@ -1,51 +1,85 @@
 """On a real NVIDIA CUDA machine: what torchada costs when it has nothing to do.
 
-Skipped without a CUDA device. Fresh processes each: ``import torch`` (+ one CUDA tensor) with and
-without ``import torchada``, and a small CUDA training loop run plainly and through the runner.
+Skipped without a CUDA device. Process start-up varies by hundreds of milliseconds on a GPU host, so
+each figure is timed inside fresh processes (perf_counter around the part that differs), with the
+plain and torchada runs interleaved, and reported as medians:
+- ``import torchada`` after ``import torch`` (budget 20 ms, as on MUSA);
+- a 200-step training loop run plainly vs with ``import torchada`` first (target 1.02x).
 """
+
+import os
+import statistics
+import subprocess
+import sys
 
 import pytest
 import torch
-from conftest import fresh_process_seconds, mark
+from conftest import REPO
 
 pytestmark = pytest.mark.skipif(
     not (torch.version.cuda and torch.cuda.is_available()), reason="needs an NVIDIA CUDA device"
 )
 
-IMPORT = "import torch; torch.zeros(1, device='cuda')"
-LOOP = (
-    "import torch\n"
-    "m = torch.nn.Linear(1024, 1024).cuda(); o = torch.optim.SGD(m.parameters(), lr=0.1)\n"
-    "x = torch.randn(512, 1024, device='cuda')\n"
-    "for _ in range(200):\n"
-    "    o.zero_grad(); m(x).square().mean().backward(); o.step()\n"
-    "torch.cuda.synchronize()\n"
-)
+ROUNDS = 9
+
+IMPORT = """
+import time, torch
+torch.zeros(1, device="cuda")
+t0 = time.perf_counter()
+{imports}
+print((time.perf_counter() - t0) * 1e3)
+"""
+
+LOOP = """
+{imports}
+import time, torch
+m = torch.nn.Linear(1024, 1024).cuda()
+o = torch.optim.SGD(m.parameters(), lr=0.1)
+x = torch.randn(512, 1024, device="cuda")
+for _ in range(20):  # warm-up: cuBLAS handles, allocator
+    o.zero_grad(); m(x).square().mean().backward(); o.step()
+torch.cuda.synchronize()
+t0 = time.perf_counter()
+for _ in range(200):
+    o.zero_grad(); m(x).square().mean().backward(); o.step()
+torch.cuda.synchronize()
+print((time.perf_counter() - t0) * 1e3)
+"""
 
 
-@pytest.mark.benchmark(group="cuda: import torch + first CUDA tensor (fresh process)")
-def test_import_plain(benchmark):
-    mark(benchmark, "baseline")
-    benchmark.pedantic(fresh_process_seconds, args=(["-c", IMPORT],), rounds=7)
+def _ms(code):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHADA_")}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, check=True
+    ).stdout
+    return float(out.strip().splitlines()[-1])
 
 
-@pytest.mark.benchmark(group="cuda: import torch + first CUDA tensor (fresh process)")
-def test_import_with_torchada(benchmark):
-    mark(benchmark, "candidate", target=1.05)
-    benchmark.pedantic(fresh_process_seconds, args=(["-c", "import torchada;" + IMPORT],), rounds=7)
+def _interleaved(template):
+    plain, ours = [], []
+    for _ in range(ROUNDS):
+        plain.append(_ms(template.format(imports="pass")))
+        ours.append(_ms(template.format(imports="import torchada")))
+    return statistics.median(plain), statistics.median(ours)
 
 
-@pytest.mark.benchmark(group="cuda: 200-step training loop (fresh process)")
-def test_loop_plain(benchmark, tmp_path):
-    script = tmp_path / "loop.py"
-    script.write_text(LOOP)
-    mark(benchmark, "baseline")
-    benchmark.pedantic(fresh_process_seconds, args=([str(script)],), rounds=5)
+@pytest.mark.benchmark(group="cuda: no-op")
+def test_import_torchada_added_ms(benchmark):
+    plain, ours = _interleaved(IMPORT)
+    added = ours - plain
+    benchmark.extra_info.update(added_ms=added, budget_ms=20)
+    benchmark.pedantic(lambda: None, rounds=1)
+    print(f"\nCUDA: import torchada after torch: {added:.2f} ms (budget 20 ms)")
 
 
-@pytest.mark.benchmark(group="cuda: 200-step training loop (fresh process)")
-def test_loop_runner(benchmark, tmp_path):
-    script = tmp_path / "loop.py"
-    script.write_text(LOOP)
-    mark(benchmark, "candidate", target=1.05)
-    benchmark.pedantic(fresh_process_seconds, args=(["-m", "torchada.run", str(script)],), rounds=5)
+@pytest.mark.benchmark(group="cuda: no-op")
+def test_training_loop_ratio(benchmark):
+    plain, ours = _interleaved(LOOP)
+    ratio = ours / plain
+    benchmark.extra_info.update(plain_ms=plain, torchada_ms=ours, ratio=ratio, target=1.02)
+    benchmark.pedantic(lambda: None, rounds=1)
+    verdict = "met" if ratio <= 1.02 else "NOT MET"
+    print(
+        f"\nCUDA: 200 steps {plain:.1f} ms plain, {ours:.1f} ms with torchada: {ratio:.3f}x "
+        f"(target 1.02, {verdict})"
+    )
