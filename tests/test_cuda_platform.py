@@ -222,9 +222,13 @@ def test_nccl_ddp_runs_untouched(tmp_path):
     results = {k: sorted(_json_lines(p.stdout), key=lambda r: r["rank"]) for k, p in runs.items()}
     plain = results["plain"]
     assert len(plain) == int(nproc)
+    world = int(nproc)
     for r in plain:
         assert r["backend"] == "nccl" and r["device"] == f"cuda:{r['rank']}"
-        assert r["last"] < r["first"]
-        assert r["checksum"] == plain[0]["checksum"]  # ranks agree
+        assert r["all_reduce_sum"] == [world * (world + 1) / 2, world * (world + 1)]
+        assert r["all_gather"] == [10.0 * i for i in range(world)]
+        assert r["losses"][-1] < r["losses"][0]
+        assert r["weights"] == plain[0]["weights"]  # ranks agree
+        assert r["max_diff_from_cpu_reference"] < 1e-4
     assert results["runner"] == plain
     assert results["imported"] == plain
