@@ -61,5 +61,19 @@ def test_disable_restores_torch_musa_module():
         assert musa._initialized is False  # torch_musa's own copy, taken at import
     finally:
         assert torchada.enable()
-    assert musa._initialized is True and isinstance(musa, types.ModuleType)
-    assert type(musa).__name__ == "module"
+    assert musa._initialized is True
+    assert type(musa) is types.ModuleType  # a plain module: attribute reads keep the fast path
+
+
+def test_initialized_follows_the_device_in_a_fresh_process(py):
+    r = py(
+        """
+        import torch, torchada
+        before = (torch.musa._initialized, torch.musa.is_initialized())
+        torch.ones(1, device="cuda")  # the first allocation initializes the device
+        print(before, (torch.musa._initialized, torch.musa.is_initialized()))
+        """,
+        env={"TORCHADA_SIMULATE": "1"},
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[-2] == "(False, False) (True, True)"

@@ -100,26 +100,18 @@ def _patch_musa_initialized(torch_musa: Any) -> None:
     # restores the device RNG state only then, so dropout inside a checkpointed block drew other
     # masks on recomputation and gradients came out silently wrong. It answers as
     # torch.cuda._initialized does on CUDA: whether the device has been initialized.
-    original_cls = type(torch_musa)
+    # torch_musa's own `_lazy_call` runs the update when the device initializes (at once if it
+    # already has); the module keeps its plain class, so its attribute reads stay on CPython's
+    # fast path.
+    _patcher.set_attr(torch_musa, "_initialized", bool(torch_musa.is_initialized()))
+    live = [True]
 
-    class _MusaModule(original_cls):  # type: ignore[valid-type, misc]
-        @property
-        def _initialized(self) -> bool:
-            return bool(self.is_initialized())
+    def mark_initialized() -> None:
+        if live[0]:
+            torch_musa._initialized = True
 
-        @_initialized.setter
-        def _initialized(self, value: bool) -> None:
-            self.__dict__["_initialized"] = value  # kept for undo; the property answers
-
-    _MusaModule.__name__ = original_cls.__name__
-    _MusaModule.__qualname__ = original_cls.__qualname__
-    torch_musa.__class__ = _MusaModule
-
-    def restore() -> None:
-        if type(torch_musa) is _MusaModule:
-            torch_musa.__class__ = original_cls
-
-    _undo.append(restore)
+    _patcher.on_undo(lambda: live.__setitem__(0, False))
+    torch_musa._lazy_call(mark_initialized)
 
 
 def enable(simulate: Optional[bool] = None) -> bool:
