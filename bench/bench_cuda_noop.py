@@ -7,14 +7,13 @@ plain and torchada runs interleaved, and reported as medians:
 - a 200-step training loop run plainly vs with ``import torchada`` first (target 1.02x).
 """
 
-import os
 import statistics
 import subprocess
 import sys
 
 import pytest
 import torch
-from conftest import REPO
+from conftest import REPO, child_env
 
 pytestmark = pytest.mark.skipif(
     not (torch.version.cuda and torch.cuda.is_available()), reason="needs an NVIDIA CUDA device"
@@ -48,7 +47,7 @@ print((time.perf_counter() - t0) * 1e3)
 
 
 def _ms(code):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHADA_")}
+    env = child_env()
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, check=True
     ).stdout

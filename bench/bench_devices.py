@@ -22,6 +22,7 @@ import timeit
 from typing import Callable, Dict, List
 
 import pytest
+from conftest import child_env
 
 torch = pytest.importorskip("torch")
 
@@ -137,10 +138,7 @@ print(json.dumps(best))
 
 
 def _probe(enable: bool, stmts: List[str], native: bool = True) -> Dict[str, float]:
-    env = dict(os.environ)
-    for name in ("TORCHADA_SIMULATE", "TORCHADA_ACTIVE"):
-        env.pop(name, None)
-    env["TORCHADA_NATIVE"] = "1" if native else "0"
+    env = child_env({"TORCHADA_NATIVE": "1" if native else "0"})
     code = textwrap.dedent(_PROBE.format(enable=enable, stmts=stmts))
     proc = subprocess.run(
         [sys.executable, "-c", code],

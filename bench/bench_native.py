@@ -13,14 +13,13 @@ and to the budget table printed at the end; nothing here is asserted.
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 import sys
 import textwrap
 
 import pytest
-from conftest import REPO, mark
+from conftest import REPO, child_env, mark
 
 torch = pytest.importorskip("torch")
 
@@ -49,7 +48,7 @@ _cache: dict = {}
 
 
 def _probe(cache_dir: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHADA_")}
+    env = child_env()
     proc = subprocess.run(
         [sys.executable, "-c", PROBE, cache_dir],
         check=True,

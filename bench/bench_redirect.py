@@ -92,10 +92,9 @@ def _median_ms(code, env):
     import subprocess
     import sys
 
-    from conftest import REPO
+    from conftest import REPO, child_env
 
-    full = {k: v for k, v in __import__("os").environ.items() if k != "TORCHADA_SIMULATE"}
-    full.update(env)
+    full = child_env(env)
     values = []
     for _ in range(ROUNDS):
         out = subprocess.run(

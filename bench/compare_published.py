@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+from conftest import child_env  # noqa: E402  (bench/conftest.py: the measured children's env)
 
 # name -> (setup, statement with "{dev}" standing for the device word)
 OPERATIONS = {
@@ -72,7 +73,7 @@ def run_column(name: str, cache: str) -> dict:
     spec = dict(COLUMNS[name])
     spec["activate"] = spec["activate"].format(bench=str(HERE), cache=cache)
     code = MEASURE.format(**spec)
-    env = dict(os.environ, TORCHADA_SIMULATE="1")
+    env = child_env({"TORCHADA_SIMULATE": "1"})
     proc = subprocess.run(
         [sys.executable, "-c", code, json.dumps(OPERATIONS)],
         capture_output=True,

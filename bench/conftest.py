@@ -34,11 +34,19 @@ def mark(benchmark, role: str, target: "float | None" = None, **info) -> None:
         benchmark.extra_info["target"] = target
 
 
+def child_env(extra: "dict | None" = None) -> dict:
+    """The environment of a measured child process: none of torchada's switches leak in from this
+    process (the benchmarks enable torchada here, which exports TORCHADA_ACTIVE), and bytecode is
+    cached as it is for installed packages, so start-up figures do not include compiling."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHADA_")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.update(extra or {})
+    return env
+
+
 def fresh_process_seconds(args, env=None, cwd=None) -> None:
     """Run a fresh interpreter once (the unit a pedantic benchmark times)."""
-    full = dict(os.environ)
-    full.pop("TORCHADA_SIMULATE", None)
-    full.update(env or {})
+    full = child_env(env)
     subprocess.run(
         [sys.executable, *args],
         check=True,

@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 import threading
+import traceback
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from torchada_hooks import ImportHooks, seal
@@ -101,8 +102,9 @@ def _patch_musa_initialized(torch_musa: Any) -> None:
     # masks on recomputation and gradients came out silently wrong. It answers as
     # torch.cuda._initialized does on CUDA: whether the device has been initialized.
     # torch_musa's own `_lazy_call` runs the update when the device initializes (at once if it
-    # already has); the module keeps its plain class, so its attribute reads stay on CPython's
-    # fast path.
+    # already has). The module keeps its plain class (a property on a subclass would tax every
+    # torch.musa attribute read). `_lazy_call` records the caller's formatted stack for its error
+    # messages, which costs milliseconds at import; ours gets a one-line note instead.
     _patcher.set_attr(torch_musa, "_initialized", bool(torch_musa.is_initialized()))
     live = [True]
 
@@ -111,7 +113,12 @@ def _patch_musa_initialized(torch_musa: Any) -> None:
             torch_musa._initialized = True
 
     _patcher.on_undo(lambda: live.__setitem__(0, False))
-    torch_musa._lazy_call(mark_initialized)
+    format_stack = traceback.format_stack
+    traceback.format_stack = lambda *args, **kwargs: ["  (queued by torchada.enable)\n"]
+    try:
+        torch_musa._lazy_call(mark_initialized)
+    finally:
+        traceback.format_stack = format_stack
 
 
 def enable(simulate: Optional[bool] = None) -> bool:
