@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Dict, Iterator, Optional, Sequence
+from typing import ContextManager, Dict, Iterator, Optional, Sequence
 
 logger = logging.getLogger("torchada")
 
@@ -148,20 +148,25 @@ def _is_musa_source(path: Path) -> bool:
 
 
 @contextlib.contextmanager
-def _musa_arch_list(arch: Optional[str]) -> Iterator[None]:
-    # torch_musa's loader reads the target from TORCH_MUSA_ARCH_LIST ("22" for mp_22).
-    if arch is None:
+def temporary_env(name: str, value: Optional[str]) -> Iterator[None]:
+    """Set ``name`` to ``value`` for the duration (None: leave it alone), then restore it."""
+    if value is None:
         yield
         return
-    old = os.environ.get("TORCH_MUSA_ARCH_LIST")
-    os.environ["TORCH_MUSA_ARCH_LIST"] = arch.split("_", 1)[-1]
+    old = os.environ.get(name)
+    os.environ[name] = value
     try:
         yield
     finally:
         if old is None:
-            os.environ.pop("TORCH_MUSA_ARCH_LIST", None)
+            os.environ.pop(name, None)
         else:
-            os.environ["TORCH_MUSA_ARCH_LIST"] = old
+            os.environ[name] = old
+
+
+def _musa_arch_list(arch: Optional[str]) -> ContextManager[None]:
+    # torch_musa's loader reads the target from TORCH_MUSA_ARCH_LIST ("22" for mp_22).
+    return temporary_env("TORCH_MUSA_ARCH_LIST", None if arch is None else arch.split("_", 1)[-1])
 
 
 def load_torch_extension(

@@ -30,7 +30,7 @@ import setuptools
 # torchada installs its proxies, so that it gets torch's class and not ours.
 from torch_musa.utils import musa_extension as _me
 
-from ._build import torch_cpp_extension
+from ._build import temporary_env, torch_cpp_extension
 from ._fills._warn import warn_once
 
 if TYPE_CHECKING:
@@ -118,19 +118,10 @@ def _musa_arch_env() -> Iterator[None]:
         yield
         return
     value = translate_arch_list(cuda)
-    if not value:
+    if value:
+        logger.debug("TORCH_CUDA_ARCH_LIST=%s -> TORCH_MUSA_ARCH_LIST=%s", cuda, value)
+    with temporary_env("TORCH_MUSA_ARCH_LIST", value or None):
         yield
-        return
-    logger.debug("TORCH_CUDA_ARCH_LIST=%s -> TORCH_MUSA_ARCH_LIST=%s", cuda, value)
-    old = os.environ.get("TORCH_MUSA_ARCH_LIST")
-    os.environ["TORCH_MUSA_ARCH_LIST"] = value
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("TORCH_MUSA_ARCH_LIST", None)
-        else:
-            os.environ["TORCH_MUSA_ARCH_LIST"] = old
 
 
 # ------------------------------------------------------------------ flags and libraries
