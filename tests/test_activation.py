@@ -44,8 +44,9 @@ def test_first_enable_changes_nothing_it_does_not_undo(py):
         before = {k: id(v) for k, v in sys.modules.items()}
         cuda_attr = id(torch.cuda)
         import torchada
-        assert torchada.is_enabled() and type(torch.cuda).__name__ == "module"
-        assert torch.cuda.device_count() == 2
+        assert torchada.is_enabled() and type(torch.cuda).__name__ == "ProxyModule"
+        assert torch.cuda.device_count() == 2  # the first use seals it into a plain module
+        assert type(torch.cuda).__name__ == "module"
         torchada.disable()
         changed = [k for k, v in before.items() if id(sys.modules.get(k)) != v]
         print(json.dumps([changed, id(torch.cuda) == cuda_attr]))
@@ -191,7 +192,8 @@ def test_children_inherit_under_torchrun_and_spawn(tmp_path):
         def child(i, q):
             import torch
             c = torch.cuda
-            q.put([type(c).__name__, c.device_count(), c.get_device_name(0)])
+            count = c.device_count()  # the first use seals the proxy into a plain module
+            q.put([type(c).__name__, count, c.get_device_name(0)])
 
         if __name__ == "__main__":
             import torchada

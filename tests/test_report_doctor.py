@@ -65,7 +65,8 @@ def test_report_is_rank_aware_under_env(tmp_path):
 
 def test_no_report_means_sealed_proxies(py):
     r = py(
-        "import torch, torchada; print(type(torch.cuda).__name__)", env={"TORCHADA_SIMULATE": "1"}
+        "import torch, torchada; torch.cuda.Stream; print(type(torch.cuda).__name__)",
+        env={"TORCHADA_SIMULATE": "1"},
     )
     assert r.stdout.strip() == "module", r.stderr
 

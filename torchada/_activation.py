@@ -11,7 +11,7 @@ import threading
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from torchada_hooks import ImportHooks, seal
+from torchada_hooks import ImportHooks, seal_on_first_use
 
 logger = logging.getLogger("torchada")
 
@@ -165,13 +165,12 @@ def enable(simulate: Optional[bool] = None) -> bool:
             hooks.register(name, redirector.build(name))
         hooks.install()
         # Sealed proxies are plain modules: a cached torch.cuda.X costs what torch.musa.X costs.
+        # Each is sealed at its first use, so a module the program never touches costs nothing.
         # With the report on they stay lazy, so that each first use is seen where it happens.
         from . import _ledger
 
         for name, proxy in ([] if _ledger.enabled() else hooks.proxies().items()):
-            unresolved = seal(proxy, redirector.all_names(name))
-            if unresolved:
-                logger.debug("%s: left unresolved: %s", name, ", ".join(unresolved))
+            seal_on_first_use(proxy, redirector.all_names(name))
         _hooks = hooks
         _undo.append(hooks.uninstall)
         _patch_musa_classes(torch_musa)

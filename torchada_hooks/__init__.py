@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from .finder import ProxyFinder
 from .hooks import ImportHooks
-from .proxy import ProxyLoader, ProxyModule, is_sealed, proxy_spec, seal
+from .proxy import ProxyLoader, ProxyModule, is_sealed, proxy_spec, seal, seal_on_first_use
 from .swap import SwapLedger
 
 __all__ = [
@@ -53,4 +53,5 @@ __all__ = [
     "is_sealed",
     "proxy_spec",
     "seal",
+    "seal_on_first_use",
 ]

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from importlib.machinery import ModuleSpec
 from typing import Any
 
-__all__ = ["ProxyLoader", "ProxyModule", "is_sealed", "proxy_spec", "seal"]
+__all__ = ["ProxyLoader", "ProxyModule", "is_sealed", "proxy_spec", "seal", "seal_on_first_use"]
 
 Resolver = Callable[[str], Any]
 NamesProvider = Callable[[], Iterable[str]]
@@ -47,6 +47,7 @@ class _Resolution:
         "name",
         "names",
         "namespace",
+        "pending_seal",
         "resolved",
         "resolver",
         "resolving",
@@ -75,6 +76,8 @@ class _Resolution:
         self.resolved: set[str] = set()
         # Set by ProxyLoader.create_module so the following exec_module knows it is not a reload.
         self.fresh = False
+        # Names to seal with on the first attribute miss (see seal_on_first_use).
+        self.pending_seal: tuple[str, ...] | None = None
 
     def missing(self, attr: str, detail: str = "") -> AttributeError:
         message = f"module {self.name!r} has no attribute {attr!r}"
@@ -92,6 +95,16 @@ class _Resolution:
         # Kept lean: every ``from proxy import X`` probes ``__path__`` and lands here.
         if len(attr) > 4 and attr[:2] == "__" and attr[-2:] == "__":
             raise AttributeError(f"module {self.name!r} has no attribute {attr!r}")
+        pending = self.pending_seal
+        if pending is not None:
+            # No proxy-wide lock (it could deadlock against import locks): a thread that misses
+            # while another seals resolves its name the ordinary way, under that name's lock.
+            self.pending_seal = None
+            seal(self.module, pending)
+            value = self.namespace.get(attr, _UNSET)
+            if value is _UNSET:
+                raise self.missing(attr)
+            return value
         lock = self.locks.get(attr)
         if lock is None:
             lock = self.locks.setdefault(attr, threading.RLock())
@@ -239,6 +252,15 @@ def seal(module: ProxyModule, names: Iterable[str]) -> list[str]:
     resolution.namespace.pop("__getattr__", None)
     module.__class__ = types.ModuleType
     return missing
+
+
+def seal_on_first_use(module: ProxyModule, names: Iterable[str]) -> None:
+    """:func:`seal` the proxy with ``names`` at its first attribute miss rather than now.
+
+    Installing stays cheap, a program pays for the modules it touches, and from the first access
+    on the proxy is the same plain module :func:`seal` makes.
+    """
+    _resolution(module).pending_seal = tuple(names)
 
 
 class ProxyLoader:

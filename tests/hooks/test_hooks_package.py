@@ -20,6 +20,7 @@ def test_public_api():
         "is_sealed",
         "proxy_spec",
         "seal",
+        "seal_on_first_use",
     }
     for name in torchada_hooks.__all__:
         assert getattr(torchada_hooks, name) is not None

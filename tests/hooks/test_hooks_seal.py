@@ -2,11 +2,12 @@
 
 import importlib
 import sys
+import threading
 import types
 
 import pytest
 
-from torchada_hooks import ImportHooks, ProxyModule, is_sealed, seal
+from torchada_hooks import ImportHooks, ProxyModule, is_sealed, seal, seal_on_first_use
 
 
 def test_seal_resolves_names_and_becomes_plain_module():
@@ -44,3 +45,56 @@ def test_sealed_proxy_stays_importable_reloadable_and_undoable():
     finally:
         hooks.uninstall()
     assert "sealpkg_b" not in sys.modules
+
+
+def test_seal_on_first_use_costs_nothing_until_the_first_miss():
+    calls = []
+
+    def resolver(name):
+        calls.append(name)
+        if name == "bad":
+            raise AttributeError("no such thing")
+        return [name]
+
+    proxy = ProxyModule("sealpkg_c", resolver)
+    seal_on_first_use(proxy, ["a", "b", "bad"])
+    assert calls == [] and not is_sealed(proxy)
+    with pytest.raises(AttributeError):
+        proxy.__wrapped__  # dunder probes by tools do not trigger the seal
+    assert calls == []
+    first = proxy.b
+    assert first == ["b"] and sorted(calls) == ["a", "b", "bad"]
+    assert type(proxy) is types.ModuleType and is_sealed(proxy)
+    assert proxy.b is first and proxy.a == ["a"]
+    with pytest.raises(AttributeError, match="sealpkg_c"):
+        proxy.bad
+    with pytest.raises(AttributeError, match="sealpkg_c"):
+        proxy.unknown  # as after seal(): names outside the list do not resolve
+    assert sorted(calls) == ["a", "b", "bad"]
+
+
+def test_seal_on_first_use_from_many_threads_resolves_each_name_once():
+    calls = []
+    names = [f"n{i}" for i in range(50)]
+
+    def resolver(name):
+        calls.append(name)
+        return object()
+
+    proxy = ProxyModule("sealpkg_d", resolver)
+    seal_on_first_use(proxy, names)
+    barrier = threading.Barrier(8)
+    seen = [None] * 8
+
+    def touch(i):
+        barrier.wait()
+        seen[i] = [getattr(proxy, n) for n in reversed(names)]
+
+    threads = [threading.Thread(target=touch, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(calls) == sorted(names)  # every name resolved exactly once
+    assert all(s == seen[0] for s in seen) and all(a is b for a, b in zip(seen[0], seen[1]))
+    assert is_sealed(proxy)
