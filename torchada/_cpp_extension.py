@@ -616,6 +616,24 @@ def _as_texts(value: Union[None, str, Sequence[str]]) -> List[str]:
     return [value] if isinstance(value, str) else [str(v) for v in value]
 
 
+def _musa_load_kwargs(
+    a: Dict[str, Any], ported: Any, out: Path, build_directory: str, verbose: bool
+) -> Dict[str, Any]:
+    """The arguments ``load`` and ``load_inline`` both hand to torch_musa, from torch's ones."""
+    cuda_cflags = a["extra_cuda_cflags"]
+    return {
+        "extra_cflags": _optional_list(a["extra_cflags"]),
+        "extra_musa_cflags": None if cuda_cflags is None else translate_nvcc_flags(cuda_cflags),
+        "extra_ldflags": _musa_ldflags(ported, out, translate_ldflags(a["extra_ldflags"])),
+        "extra_include_paths": ported.include_dirs + _torch_musa_header_dirs(),
+        "build_directory": build_directory,
+        "verbose": verbose,
+        "with_musa": a["with_cuda"],
+        "is_python_module": a["is_python_module"],
+        "keep_intermediates": a["keep_intermediates"],
+    }
+
+
 def load(name: str, sources: Union[str, Sequence[str]], *args: Any, **kwargs: Any) -> Any:
     """torch's ``load`` on MUSA: ports the sources into ``<build directory>/torchada_ported/``,
     then builds them with torch_musa's ``load`` (``extra_cuda_cflags`` translated into
@@ -632,21 +650,12 @@ def load(name: str, sources: Union[str, Sequence[str]], *args: Any, **kwargs: An
     for key in ("extra_sycl_cflags", "with_sycl"):
         if a.get(key) is not None:
             extra[key] = a[key]
-    cuda_cflags = a["extra_cuda_cflags"]
     with _musa_arch_env():
         return _me.load(
             name,
             ported.sources,
-            extra_cflags=_optional_list(a["extra_cflags"]),
-            extra_musa_cflags=None if cuda_cflags is None else translate_nvcc_flags(cuda_cflags),
-            extra_ldflags=_musa_ldflags(ported, out, translate_ldflags(a["extra_ldflags"])),
-            extra_include_paths=ported.include_dirs + _torch_musa_header_dirs(),
-            build_directory=build_directory,
-            verbose=verbose,
-            with_musa=a["with_cuda"],
-            is_python_module=a["is_python_module"],
             is_standalone=a["is_standalone"],
-            keep_intermediates=a["keep_intermediates"],
+            **_musa_load_kwargs(a, ported, out, build_directory, verbose),
             **extra,
         )
 
@@ -672,24 +681,15 @@ def load_inline(
     ported.texts = cpp + cuda
     ported.report.files[:0] = cpp_reports + cuda_reports
     _publish(name, ported.report, out, verbose)
-    cuda_cflags = a["extra_cuda_cflags"]
     with _musa_arch_env():
         return _me.load_inline(
             name,
             cpp,
             musa_sources=cuda or None,
             functions=a["functions"],
-            extra_cflags=_optional_list(a["extra_cflags"]),
-            extra_musa_cflags=None if cuda_cflags is None else translate_nvcc_flags(cuda_cflags),
-            extra_ldflags=_musa_ldflags(ported, out, translate_ldflags(a["extra_ldflags"])),
-            extra_include_paths=ported.include_dirs + _torch_musa_header_dirs(),
-            build_directory=build_directory,
-            verbose=verbose,
-            with_musa=a["with_cuda"],
-            is_python_module=a["is_python_module"],
             with_pytorch_error_handling=a["with_pytorch_error_handling"],
-            keep_intermediates=a["keep_intermediates"],
             use_pch=a.get("use_pch", False),
+            **_musa_load_kwargs(a, ported, out, build_directory, verbose),
         )
 
 

@@ -266,18 +266,8 @@ def _install_common(patcher: Any, native: Any) -> None:
 
     patcher.set_attr(torch, "Generator", _make_generator_class())
 
-    storage_new = torch._C.StorageBase.__new__
-
-    def untyped_storage_new(cls, *args, **kwargs):
-        spec = kwargs.get("device")
-        if spec is not None:
-            dev = _cuda_to_musa(spec)
-            if dev is not None:
-                kwargs["device"] = dev
-                return _call_translated(storage_new, (cls,) + args, kwargs, spec, dev)
-        return storage_new(cls, *args, **kwargs)
-
-    patcher.set_attr(torch.UntypedStorage, "__new__", staticmethod(untyped_storage_new))
+    storage_new = _wrap_device_kwarg(torch._C.StorageBase.__new__)
+    patcher.set_attr(torch.UntypedStorage, "__new__", staticmethod(storage_new))
 
     storage_to = torch.storage._StorageBase.to
 
