@@ -8,12 +8,10 @@ plain and torchada runs interleaved, and reported as medians:
 """
 
 import statistics
-import subprocess
-import sys
 
 import pytest
 import torch
-from conftest import REPO, child_env
+from conftest import child_last_line
 
 pytestmark = pytest.mark.skipif(
     not (torch.version.cuda and torch.cuda.is_available()), reason="needs an NVIDIA CUDA device"
@@ -47,11 +45,7 @@ print((time.perf_counter() - t0) * 1e3)
 
 
 def _ms(code):
-    env = child_env()
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, check=True
-    ).stdout
-    return float(out.strip().splitlines()[-1])
+    return float(child_last_line(["-c", code]))
 
 
 def _interleaved(template):

@@ -14,19 +14,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import subprocess
-import sys
 import textwrap
 import timeit
 from typing import Callable, Dict, List
 
 import pytest
-from conftest import child_env
+from conftest import child_last_line
 
 torch = pytest.importorskip("torch")
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROUNDS = 15
 
 
@@ -138,18 +134,9 @@ print(json.dumps(best))
 
 
 def _probe(enable: bool, stmts: List[str], native: bool = True) -> Dict[str, float]:
-    env = child_env({"TORCHADA_NATIVE": "1" if native else "0"})
     code = textwrap.dedent(_PROBE.format(enable=enable, stmts=stmts))
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        check=True,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=600,
-    )
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    env = {"TORCHADA_NATIVE": "1" if native else "0"}
+    return json.loads(child_last_line(["-c", code], env))
 
 
 def across_processes(stmts: List[str], native: bool = True) -> Dict[str, Dict[str, float]]:

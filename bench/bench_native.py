@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import json
 import statistics
-import subprocess
-import sys
 import textwrap
 
 import pytest
-from conftest import REPO, child_env, mark
+from conftest import child_last_line, mark
 
 torch = pytest.importorskip("torch")
 
@@ -48,17 +46,7 @@ _cache: dict = {}
 
 
 def _probe(cache_dir: str) -> dict:
-    env = child_env()
-    proc = subprocess.run(
-        [sys.executable, "-c", PROBE, cache_dir],
-        check=True,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=1800,
-    )
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(child_last_line(["-c", PROBE, cache_dir], timeout=1800))
 
 
 @pytest.fixture(scope="module")

@@ -88,20 +88,9 @@ print((time.perf_counter() - float(os.environ["T0"])) * 1e3)
 
 
 def _ms(code, env):
-    import subprocess
-    import sys
+    from conftest import child_last_line
 
-    from conftest import REPO, child_env
-
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env=child_env(env),
-        cwd=REPO,
-        check=True,
-    ).stdout
-    return float(out.strip().splitlines()[-1])
+    return float(child_last_line(["-c", code], env))
 
 
 def _median_ms(code, env):

@@ -44,6 +44,20 @@ def child_env(extra: "dict | None" = None) -> dict:
     return env
 
 
+def child_last_line(args, env=None, timeout: float = 600) -> str:
+    """Run a fresh interpreter with ``args`` and return the last line it printed."""
+    out = subprocess.run(
+        [sys.executable, *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=child_env(env),
+        cwd=REPO,
+        timeout=timeout,
+    ).stdout
+    return out.strip().splitlines()[-1]
+
+
 def fresh_process_seconds(args, env=None, cwd=None) -> None:
     """Run a fresh interpreter once (the unit a pedantic benchmark times)."""
     full = child_env(env)
