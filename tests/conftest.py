@@ -21,6 +21,16 @@ def musa_sim():
     return _simulator.activate()
 
 
+@pytest.fixture(scope="module")
+def torchada_on(musa_sim):
+    """torchada enabled on the simulator for a whole test module, and disabled after it."""
+    import torchada
+
+    assert torchada.enable()
+    yield
+    torchada.disable()
+
+
 def run_python(code: str, env: "dict | None" = None, timeout: float = 300, cwd=None):
     """Run ``code`` in a fresh interpreter; returns the CompletedProcess (text mode)."""
     full_env = dict(os.environ)

@@ -13,27 +13,21 @@ from pathlib import Path
 
 import pytest
 
-import torchada
-
 SRC = Path(__file__).resolve().parent / "cpp_extension_src"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def enabled(musa_sim):
-    assert torchada.enable()
-    yield
-    torchada.disable()
+pytestmark = pytest.mark.usefixtures("torchada_on")
 
 
 @pytest.fixture(scope="module")
-def ce(enabled):
+def ce(torchada_on):
     import torch.utils.cpp_extension as ce
 
     return ce
 
 
 @pytest.fixture(scope="module")
-def tx(enabled):
+def tx(torchada_on):
     from torchada import _cpp_extension
 
     return _cpp_extension

@@ -8,15 +8,9 @@ import threading
 
 import pytest
 
-import torchada
 from torchada import _ctypes
 
-
-@pytest.fixture(scope="module", autouse=True)
-def enabled(musa_sim):
-    assert torchada.enable()
-    yield
-    torchada.disable()
+pytestmark = pytest.mark.usefixtures("torchada_on")
 
 
 # This test module imported ctypes before torchada was on: like any such module, it holds the

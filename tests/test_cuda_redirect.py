@@ -9,17 +9,12 @@ import types
 import pytest
 import torch
 
-import torchada
 from torchada._redirect import UnsupportedCUDAAPIError, load_table
 
 TABLE = load_table()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def enabled(musa_sim):
-    assert torchada.enable()
-    yield
-    torchada.disable()
+pytestmark = pytest.mark.usefixtures("torchada_on")
 
 
 def _original(module_name: str):

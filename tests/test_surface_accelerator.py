@@ -9,12 +9,7 @@ import torch
 
 import torchada
 
-
-@pytest.fixture(scope="module", autouse=True)
-def enabled(musa_sim):
-    assert torchada.enable()
-    yield
-    torchada.disable()
+pytestmark = pytest.mark.usefixtures("torchada_on")
 
 
 @pytest.fixture(autouse=True)

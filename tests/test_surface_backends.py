@@ -22,11 +22,7 @@ _PRECISIONS = [
 ]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def enabled(musa_sim):
-    assert torchada.enable()
-    yield
-    torchada.disable()
+pytestmark = pytest.mark.usefixtures("torchada_on")
 
 
 @pytest.fixture(autouse=True)

@@ -12,12 +12,7 @@ from torch.utils.checkpoint import checkpoint
 
 import torchada
 
-
-@pytest.fixture(scope="module", autouse=True)
-def enabled(musa_sim):
-    assert torchada.enable()
-    yield
-    torchada.disable()
+pytestmark = pytest.mark.usefixtures("torchada_on")
 
 
 def _dropout_times_three(x):

@@ -15,11 +15,7 @@ from torchada._custom_ops import musa_dispatch_key
 _ids = itertools.count()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def enabled(musa_sim):
-    assert torchada.enable()
-    yield
-    torchada.disable()
+pytestmark = pytest.mark.usefixtures("torchada_on")
 
 
 @pytest.fixture

@@ -5,14 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-import torchada
-
-
-@pytest.fixture(scope="module", autouse=True)
-def enabled(musa_sim):
-    assert torchada.enable()
-    yield
-    torchada.disable()
+pytestmark = pytest.mark.usefixtures("torchada_on")
 
 
 def _model():

@@ -13,11 +13,7 @@ import torchada
 CPU, CUDA, MUSA = ProfilerActivity.CPU, ProfilerActivity.CUDA, ProfilerActivity.PrivateUse1
 
 
-@pytest.fixture(scope="module", autouse=True)
-def enabled(musa_sim):
-    assert torchada.enable()
-    yield
-    torchada.disable()
+pytestmark = pytest.mark.usefixtures("torchada_on")
 
 
 def _cuda_written_loop(steps: int = 3) -> torch.Tensor:
