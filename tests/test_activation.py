@@ -223,3 +223,41 @@ def test_children_inherit_under_torchrun_and_spawn(tmp_path):
     for x in lines:
         assert x["enabled"] and x["count"] == 2
         assert x["spawned"] == ["module", 2, "MTT S4000"]
+
+
+def test_cpp_extension_fills_load_at_first_use_over_torch_musas_classes(py):
+    code = """
+        import json, sys, torch
+        import torchada
+        deferred = "torchada._cpp_extension" not in sys.modules
+        preloaded = "torch_musa.utils.musa_extension" in sys.modules
+        from torch.utils.cpp_extension import BuildExtension, CUDAExtension, CppExtension
+        import torch_musa.utils.musa_extension as me
+        mro = [f"{c.__module__}.{c.__name__}" for c in BuildExtension.__mro__[:3]]
+        print(json.dumps([deferred, preloaded, mro, CUDAExtension.__module__,
+                          CppExtension.__module__, me.BuildExtension.__module__]))
+    """
+    r = py(code, env=SIM)
+    assert r.returncode == 0, r.stderr
+    assert _last_json(r.stdout) == [
+        True,
+        True,
+        [
+            "torchada._cpp_extension.BuildExtension",
+            "torch_musa.utils.musa_extension.BuildExtension",
+            "torch.utils.cpp_extension.BuildExtension",
+        ],
+        "torchada._cpp_extension",
+        "torch.utils.cpp_extension",
+        "torch_musa.utils.musa_extension",
+    ]
+
+
+def test_preload_defaults_to_the_modules_that_fill_names():
+    from torchada._activation import preload
+    from torchada._redirect import load_table
+
+    table = load_table()
+    assert preload(table["ctypes"]) == ["torchada._ctypes"]
+    assert preload(table["torch.utils.cpp_extension"]) == ["torch_musa.utils.musa_extension"]
+    assert preload({"names": {"x": {"kind": "original"}}}) == []

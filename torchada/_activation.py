@@ -3,6 +3,7 @@ child processes inherit. Everything done here is recorded and undone by :func:`d
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import os
@@ -121,6 +122,15 @@ def _patch_musa_initialized(torch_musa: Any) -> None:
         traceback.format_stack = format_stack
 
 
+def preload(spec: Dict[str, Any]) -> List[str]:
+    """Modules to import before the proxies stand in: the table's "preload", by default every
+    module that fills one of its names."""
+    if "preload" in spec:
+        return list(spec["preload"])
+    modules = {e["impl"].partition(":")[0] for e in spec["names"].values() if "impl" in e}
+    return sorted(modules)
+
+
 def enable(simulate: Optional[bool] = None) -> bool:
     """Install torchada's redirects when running on MUSA. Returns whether anything was installed.
 
@@ -154,11 +164,11 @@ def enable(simulate: Optional[bool] = None) -> bool:
             except ImportError:
                 originals[name] = None
         # Fill modules import what they stand in for (ctypes, ...): load them while the
-        # originals are still the ones in sys.modules.
+        # originals are still the ones in sys.modules. A table's "preload" names what to load
+        # instead, when its fill modules reach the originals another way (and load at first use).
         for spec in table.values():
-            for entry in spec["names"].values():
-                if "impl" in entry:
-                    importlib.import_module(entry["impl"].partition(":")[0])
+            for module_name in preload(spec):
+                importlib.import_module(module_name)
         hooks = ImportHooks()
         redirector = Redirector(originals, {})
         for name in table:
@@ -170,7 +180,7 @@ def enable(simulate: Optional[bool] = None) -> bool:
         from . import _ledger
 
         for name, proxy in ([] if _ledger.enabled() else hooks.proxies().items()):
-            seal_on_first_use(proxy, redirector.all_names(name))
+            seal_on_first_use(proxy, functools.partial(redirector.all_names, name))
         _hooks = hooks
         _undo.append(hooks.uninstall)
         _patch_musa_classes(torch_musa)

@@ -77,7 +77,7 @@ class _Resolution:
         # Set by ProxyLoader.create_module so the following exec_module knows it is not a reload.
         self.fresh = False
         # Names to seal with on the first attribute miss (see seal_on_first_use).
-        self.pending_seal: tuple[str, ...] | None = None
+        self.pending_seal: tuple[str, ...] | Callable[[], Iterable[str]] | None = None
 
     def missing(self, attr: str, detail: str = "") -> AttributeError:
         message = f"module {self.name!r} has no attribute {attr!r}"
@@ -100,7 +100,7 @@ class _Resolution:
             # No proxy-wide lock (it could deadlock against import locks): a thread that misses
             # while another seals resolves its name the ordinary way, under that name's lock.
             self.pending_seal = None
-            seal(self.module, pending)
+            seal(self.module, pending() if callable(pending) else pending)
             value = self.namespace.get(attr, _UNSET)
             if value is _UNSET:
                 raise self.missing(attr)
@@ -254,13 +254,16 @@ def seal(module: ProxyModule, names: Iterable[str]) -> list[str]:
     return missing
 
 
-def seal_on_first_use(module: ProxyModule, names: Iterable[str]) -> None:
+def seal_on_first_use(
+    module: ProxyModule, names: Iterable[str] | Callable[[], Iterable[str]]
+) -> None:
     """:func:`seal` the proxy with ``names`` at its first attribute miss rather than now.
 
     Installing stays cheap, a program pays for the modules it touches, and from the first access
-    on the proxy is the same plain module :func:`seal` makes.
+    on the proxy is the same plain module :func:`seal` makes. ``names`` may be a callable that
+    returns them, called at that first miss (listing them can cost more than installing).
     """
-    _resolution(module).pending_seal = tuple(names)
+    _resolution(module).pending_seal = names if callable(names) else tuple(names)
 
 
 class ProxyLoader:

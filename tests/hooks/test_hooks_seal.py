@@ -98,3 +98,19 @@ def test_seal_on_first_use_from_many_threads_resolves_each_name_once():
     assert sorted(calls) == sorted(names)  # every name resolved exactly once
     assert all(s == seen[0] for s in seen) and all(a is b for a, b in zip(seen[0], seen[1]))
     assert is_sealed(proxy)
+
+
+def test_seal_on_first_use_lists_names_from_a_callable_at_the_first_miss():
+    listed = []
+
+    def names():
+        listed.append(1)
+        return ["a", "b"]
+
+    proxy = ProxyModule("sealpkg_e", lambda name: name * 2)
+    seal_on_first_use(proxy, names)
+    assert listed == [] and not is_sealed(proxy)
+    assert proxy.b == "bb" and listed == [1]
+    assert is_sealed(proxy) and proxy.a == "aa" and listed == [1]
+    with pytest.raises(AttributeError, match="sealpkg_e"):
+        proxy.c
