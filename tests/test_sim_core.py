@@ -390,6 +390,52 @@ def test_rng_reproducibility_and_state():
     assert torch.random.fork_rng is m.fork_rng
 
 
+def test_generator_state_is_seed_and_offset_like_a_philox_generator():
+    # torch_musa's generators are Philox ones: a 16-byte state (seed, offset), offsets that
+    # advance in multiples of 4, and set_offset replaying what was drawn from there.
+    g = torch.Generator("musa").manual_seed(11)
+    assert g.get_offset() == 0 and g.initial_seed() == 11
+    first = torch.rand(5, device="musa", generator=g).cpu()
+    after_one = g.get_offset()
+    assert after_one > 0 and after_one % 4 == 0
+    second = torch.rand(5, device="musa", generator=g).cpu()
+    assert not torch.equal(first, second)
+    g.set_offset(after_one)
+    assert torch.equal(torch.rand(5, device="musa", generator=g).cpu(), second)
+    state = g.get_state()
+    assert state.dtype == torch.uint8 and state.numel() == 16 and state.device.type == "cpu"
+    third = torch.rand(5, device="musa", generator=g).cpu()
+    g.set_state(state)
+    assert torch.equal(torch.rand(5, device="musa", generator=g).cpu(), third)
+    with pytest.raises(RuntimeError, match="wrong size"):
+        g.set_state(torch.zeros(8, dtype=torch.uint8))
+    with pytest.raises(RuntimeError, match="multiple of 4"):
+        g.set_offset(6)
+
+
+def test_generator_pickles_and_checks_its_device_index():
+    import pickle
+
+    g = torch.Generator("musa:1").manual_seed(3)
+    torch.randn(4, device="musa:1", generator=g)
+    copy = pickle.loads(pickle.dumps(g))
+    assert copy.device == torch.device("musa:1") and copy.initial_seed() == 3
+    assert copy.get_offset() == g.get_offset()
+    assert torch.equal(
+        torch.randn(4, device="musa:1", generator=copy).cpu(),
+        torch.randn(4, device="musa:1", generator=g).cpu(),
+    )
+    with pytest.raises(RuntimeError, match="Invalid device id: 7"):
+        torch.Generator("musa:7")
+
+
+def test_kaiser_window_on_musa_equals_cpu():
+    for args in [(8,), (8, False), (9, True, 5.0)]:
+        got = torch.kaiser_window(*args, device="musa")
+        assert got.device.type == "musa"
+        assert torch.allclose(got.cpu(), torch.kaiser_window(*args))
+
+
 def test_dropout_draws_from_the_musa_generator():
     # native_dropout has no generator argument; on a device it uses that device's generator, so
     # torch.musa's seed and RNG state decide the mask, whatever the CPU generator does.

@@ -377,6 +377,37 @@ def test_streams_and_events(musart):
     musart.musaGetLastError()
 
 
+def test_backend_streams_and_events_are_runtime_handles(musart, musa_sim):
+    # As on a real machine, torch_musa's musa_stream / musa_event are the runtime's handles.
+    side = musa_sim.Stream()
+    assert side.musa_stream and musa_sim.current_stream().musa_stream == 0  # legacy default
+    assert musart.musaStreamSynchronize(side.musa_stream) == musaSuccess
+    assert (
+        musa_sim.Stream(
+            stream_id=side.stream_id, device_index=side.device_index, device_type=side.device_type
+        ).musa_stream
+        == side.musa_stream
+    )
+    start, end = musa_sim.Event(enable_timing=True), musa_sim.Event(enable_timing=True)
+    start.record(side)
+    sum(range(20000))
+    end.record(side)
+    assert musart.musaEventSynchronize(end.musa_event) == musaSuccess
+    ms = ctypes.c_float(-1)
+    assert musart.musaEventElapsedTime(ctypes.byref(ms), start.musa_event, end.musa_event) == 0
+    assert 0.0 <= ms.value < 5000.0 and abs(ms.value - start.elapsed_time(end)) < 50.0
+    assert musart.musaEventSynchronize(side.musa_stream) == musaErrorInvalidResourceHandle
+    # A stream the runtime made, wrapped by torch_musa, keeps its handle.
+    raw = ctypes.c_void_p()
+    assert musart.musaStreamCreate(ctypes.byref(raw)) == musaSuccess
+    external = musa_sim.ExternalStream(raw.value)
+    assert external.musa_stream == raw.value
+    with musa_sim.stream(external):
+        assert musa_sim.current_stream().musa_stream == raw.value
+        assert musart.musaStreamSynchronize(musa_sim.current_stream().musa_stream) == 0
+    assert musart.musaStreamDestroy(raw) == musaSuccess
+
+
 # ---------------------------------------------------------------- driver
 def test_driver_needs_init_first():
     # muInit is process-wide state: check the uninitialised driver in a fresh interpreter.

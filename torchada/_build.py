@@ -78,6 +78,14 @@ def last_build(name: str) -> Optional[BuildRecord]:
     return _records.get(name)
 
 
+def headers_digest(directory: Path) -> str:
+    """A digest of the headers in ``directory``: the build key covers compiled sources only."""
+    h = hashlib.sha256()
+    for header in sorted(directory.glob("*.h")):
+        h.update(header.name.encode() + b"\0" + header.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def build_key(sources: Sequence[Path], *extra: str) -> str:
     h = hashlib.sha256()
     for src in sources:

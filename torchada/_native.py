@@ -12,7 +12,6 @@ elsewhere they are skipped, with an INFO log, and the C++ sources build without 
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import re
@@ -59,11 +58,10 @@ def musa_sources() -> List[Path]:
 
 
 def headers_digest(directory: Optional[Path] = None) -> str:
-    """A digest of the headers in ``directory``: the build key covers compiled sources only."""
-    h = hashlib.sha256()
-    for header in sorted((directory or source_dir()).glob("*.h")):
-        h.update(header.name.encode() + b"\0" + header.read_bytes())
-    return h.hexdigest()[:16]
+    """A digest of the headers in ``directory`` (by default this library's)."""
+    from ._build import headers_digest as digest
+
+    return digest(directory or source_dir())
 
 
 def find_mcc() -> Optional[str]:

@@ -23,6 +23,8 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/Generator.h>
 
+#include "stubs/sim_handles.h"
+
 #include <pthread.h>
 
 #include <array>
@@ -215,12 +217,30 @@ std::array<std::atomic<c10::StreamId>, kMaxDevices> g_next_stream{};
 std::atomic<uint32_t> g_pool_cursor{0};
 constexpr c10::StreamId kPoolSize = 32;
 
+// Starts with libmusart's event record, so Event.musa_event works with libmusart too.
 struct SimEvent {
+  sim_event runtime{SIM_EVENT_TAG, 0, {0, 0}};
   double time_ms = 0;
   bool recorded = false;
   bool timing = false;
   c10::DeviceIndex device = -1;
 };
+
+// Native handles of the backend's own streams: records libmusart accepts (sim_handles.h), one per
+// stream, kept for the process (torch never destroys a stream it made). The default stream is
+// NULL, as the runtime's legacy default stream is; an external stream's id is its handle.
+std::mutex g_stream_records_mutex;
+std::unordered_map<int64_t, sim_stream*> g_stream_records;
+
+void* stream_native_handle(c10::DeviceIndex idx, c10::StreamId id) {
+  if (id == 0) return nullptr;
+  const bool own = id <= kPoolSize + static_cast<c10::StreamId>(g_next_stream[idx].load());
+  if (!own) return reinterpret_cast<void*>(static_cast<intptr_t>(id));
+  std::lock_guard<std::mutex> lock(g_stream_records_mutex);
+  auto& record = g_stream_records[id * kMaxDevices + idx];
+  if (record == nullptr) record = new sim_stream{SIM_STREAM_TAG, idx};
+  return record;
+}
 
 double now_ms() {
   using namespace std::chrono;
@@ -264,7 +284,7 @@ struct SimGuardImpl final : c10::impl::DeviceGuardImplInterface {
     return old;
   }
   void* getStreamNativeHandle(const c10::Stream s) const override {
-    return reinterpret_cast<void*>(static_cast<intptr_t>(s.id()));
+    return stream_native_handle(s.device_index(), s.id());
   }
   c10::DeviceIndex deviceCount() const noexcept override {
     return static_cast<c10::DeviceIndex>(g_device_count);
@@ -283,11 +303,15 @@ struct SimGuardImpl final : c10::impl::DeviceGuardImplInterface {
     }
     e->time_ms = now_ms();
     e->recorded = true;
+    clock_gettime(CLOCK_MONOTONIC, &e->runtime.when);
+    e->runtime.recorded = 1;
   }
   void block(void* /*event*/, const c10::Stream& /*stream*/) const override {}
   bool queryEvent(void* /*event*/) const override { return true; }
   void destroyEvent(void* event, const c10::DeviceIndex /*device_index*/) const noexcept override {
-    delete static_cast<SimEvent*>(event);
+    auto* e = static_cast<SimEvent*>(event);
+    if (e != nullptr) e->runtime.tag = 0;
+    delete e;
   }
   bool queryStream(const c10::Stream& /*stream*/) const override { return true; }
   void synchronizeStream(const c10::Stream& /*stream*/) const override {}
@@ -310,35 +334,67 @@ C10_REGISTER_GUARD_IMPL(PrivateUse1, SimGuardImpl);
 SimGuardImpl g_guard_impl;
 
 // ---------------------------------------------------------------- generators
-// A musa generator owns a CPU generator: CPU kernels (reached through the fallback) only accept CPU
-// generators, so the fallback hands them this inner one and the musa generator's state advances.
+// torch_musa's generator is a Philox one: its state is (seed, offset), get_offset/set_offset work,
+// and pickling a generator saves both. CPU kernels (reached through the fallback) only accept CPU
+// generators, so each kernel that draws gets a CPU generator of its own seeded from (seed,
+// offset), and the offset advances: the stream is a function of (seed, offset), as on the device, so
+// set_offset and set_state replay draws exactly. The state is 16 bytes, seed then offset.
 struct SimGenerator final : c10::GeneratorImpl {
   explicit SimGenerator(c10::DeviceIndex idx)
       : c10::GeneratorImpl(c10::Device(kMusa, idx),
                            c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)),
-        cpu(at::make_generator<at::CPUGeneratorImpl>(c10::detail::getNonDeterministicRandom())) {}
-  void set_current_seed(uint64_t seed) override { cpu.set_current_seed(seed); }
-  uint64_t current_seed() const override { return cpu.current_seed(); }
+        seed_(c10::detail::getNonDeterministicRandom()) {}
+  void set_current_seed(uint64_t seed) override {
+    seed_ = seed;
+    offset_ = 0;
+  }
+  uint64_t current_seed() const override { return seed_; }
   uint64_t seed() override {
     auto s = c10::detail::getNonDeterministicRandom();
-    cpu.set_current_seed(s);
+    set_current_seed(s);
     return s;
   }
-  void set_offset(uint64_t offset) override { cpu.set_offset(offset); }
-  uint64_t get_offset() const override { return cpu.get_offset(); }
+  void set_offset(uint64_t offset) override {
+    TORCH_CHECK(offset % 4 == 0, "offset must be a multiple of 4");
+    offset_ = offset;
+  }
+  uint64_t get_offset() const override { return offset_; }
   void set_state(const c10::TensorImpl& new_state) override {
-    cpu.unsafeGetGeneratorImpl()->set_state(new_state);
+    TORCH_CHECK(new_state.dtype() == caffe2::TypeMeta::Make<uint8_t>() &&
+                    new_state.device().type() == c10::kCPU,
+                "RNG state must be a torch.ByteTensor");
+    TORCH_CHECK(new_state.numel() == kStateSize, "RNG state is wrong size");
+    const auto* bytes = new_state.data_dtype_initialized<uint8_t>();
+    std::memcpy(&seed_, bytes, sizeof(seed_));
+    std::memcpy(&offset_, bytes + sizeof(seed_), sizeof(offset_));
   }
   c10::intrusive_ptr<c10::TensorImpl> get_state() const override {
-    return cpu.unsafeGetGeneratorImpl()->get_state();
+    auto state = at::empty({kStateSize}, at::TensorOptions().dtype(at::kByte));
+    auto* bytes = state.data_ptr<uint8_t>();
+    std::memcpy(bytes, &seed_, sizeof(seed_));
+    std::memcpy(bytes + sizeof(seed_), &offset_, sizeof(offset_));
+    return state.getIntrusivePtr();
+  }
+  // A CPU generator for one kernel's draws. Called with this generator's mutex held.
+  at::Generator for_kernel() {
+    // splitmix64 of (seed, offset): neighbouring offsets give unrelated streams.
+    uint64_t z = seed_ + (offset_ + 1) * 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    offset_ += 4;  // Philox generators advance in multiples of 4
+    return at::make_generator<at::CPUGeneratorImpl>(z ^ (z >> 31));
   }
   static c10::DeviceType device_type() { return kMusa; }
-  at::Generator cpu;
 
  private:
+  static constexpr int64_t kStateSize = 16;
+  uint64_t seed_;
+  uint64_t offset_ = 0;
+
   SimGenerator* clone_impl() const override {
     auto* g = new SimGenerator(device().index());
-    g->cpu = cpu.clone();
+    g->seed_ = seed_;
+    g->offset_ = offset_;
     return g;
   }
 };
@@ -358,6 +414,7 @@ const at::Generator& default_generator(c10::DeviceIndex idx) {
 }
 
 at::Generator make_generator(c10::DeviceIndex idx) {
+  if (idx >= 0) check_device(idx);
   return at::make_generator<SimGenerator>(idx < 0 ? t_current_device : idx);
 }
 
@@ -603,15 +660,15 @@ void sim_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
     if (!is_gen) continue;
     auto& iv = (*stack)[base + i];
-    if (iv.isGenerator()) {
-      auto gen = iv.toGenerator();
-      if (gen.device().type() == kMusa) {
-        iv = c10::IValue(static_cast<SimGenerator*>(gen.unsafeGetGeneratorImpl())->cpu);
-      }
+    at::Generator gen;
+    if (iv.isGenerator() && iv.toGenerator().device().type() == kMusa) {
+      gen = iv.toGenerator();
     } else if (iv.isNone()) {
-      iv = c10::IValue(
-          static_cast<SimGenerator*>(default_generator(gen_device).unsafeGetGeneratorImpl())
-              ->cpu);
+      gen = default_generator(gen_device);
+    }
+    if (gen.defined()) {
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      iv = c10::IValue(static_cast<SimGenerator*>(gen.unsafeGetGeneratorImpl())->for_kernel());
     }
   }
   at::native::cpu_fallback(op, stack);
@@ -675,6 +732,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 // functional op through the fallback instead (as a real backend's own kernel would).
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mse_loss", torch::CppFunction::makeFromBoxedFunction<&sim_fallback>());
+  // Their composite kernels call a DispatchStub for the output's device type, which only CPU has.
+  for (const char* name : {"kaiser_window", "kaiser_window.periodic", "kaiser_window.beta"}) {
+    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&sim_fallback>());
+  }
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {

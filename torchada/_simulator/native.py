@@ -5,14 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
-from .._build import build_shared_libraries, csrc_dir, load_torch_extension
+from .._build import build_shared_libraries, csrc_dir, headers_digest, load_torch_extension
 
 EXTENSION_NAME = "torchada_musa_sim"
 STUB_LIBRARIES = ("libmusart", "libmusa", "libmccl", "libmublas", "libmurand")
 
 
 def load_extension() -> ModuleType:
-    return load_torch_extension(EXTENSION_NAME, [csrc_dir() / "simulator" / "musa_sim.cpp"])
+    # The backend shares its stream and event records with libmusart (stubs/sim_handles.h).
+    stubs = csrc_dir() / "simulator" / "stubs"
+    return load_torch_extension(
+        EXTENSION_NAME,
+        [csrc_dir() / "simulator" / "musa_sim.cpp"],
+        key_extra=[f"headers {headers_digest(stubs)}"],
+    )
 
 
 def stub_library_paths() -> "dict[str, Path]":

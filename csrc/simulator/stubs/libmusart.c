@@ -18,9 +18,11 @@
  * musaMemcpyKind: 0 HostToHost, 1 HostToDevice, 2 DeviceToHost, 3 DeviceToDevice, 4 Default.
  *
  * Streams and events are host-side objects; all work runs synchronously on the calling thread, so
- * the *Async calls have finished when they return. musaGetDeviceProperties fills the simulator's
- * own `musaDeviceProp` below (the real struct's layout is not public), so ctypes callers declare
- * this layout; it is smaller than any real one, so a caller's larger buffer is never overrun.
+ * the *Async calls have finished when they return. torch_musa's own streams and events
+ * (Stream.musa_stream, Event.musa_event) are such objects too (sim_handles.h).
+ * musaGetDeviceProperties fills the simulator's own `musaDeviceProp` below (the real struct's
+ * layout is not public), so ctypes callers declare this layout; it is smaller than any real one,
+ * so a caller's larger buffer is never overrun.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -28,6 +30,7 @@
 #include <time.h>
 
 #include "musa_sim_sdk.h"
+#include "sim_handles.h"
 
 typedef int musaError_t;
 typedef void* musaStream_t;
@@ -68,22 +71,6 @@ typedef struct {
 typedef struct {
   char reserved[64];
 } musaIpcMemHandle_t;
-
-/* A stream handle points at one of these, an event handle at the other; the tag catches mix-ups
- * and use after destroy. */
-#define STREAM_TAG 0x5354524du
-#define EVENT_TAG 0x4556544du
-
-typedef struct {
-  unsigned tag;
-  int device;
-} sim_stream;
-
-typedef struct {
-  unsigned tag;
-  int recorded;
-  struct timespec when;
-} sim_event;
 
 /* Device allocations are kept in a list so musaFree can reject foreign pointers and
  * musaMemGetInfo can report what is in use, per device. */
@@ -325,7 +312,7 @@ SIM_API musaError_t musaStreamCreate(musaStream_t* stream) {
   CHECK(stream != NULL, musaErrorInvalidValue);
   sim_stream* s = malloc(sizeof *s);
   CHECK(s != NULL, musaErrorMemoryAllocation);
-  s->tag = STREAM_TAG;
+  s->tag = SIM_STREAM_TAG;
   s->device = t_device;
   *stream = s;
   return musaSuccess;
@@ -333,7 +320,7 @@ SIM_API musaError_t musaStreamCreate(musaStream_t* stream) {
 
 SIM_API musaError_t musaStreamDestroy(musaStream_t stream) {
   sim_stream* s = stream;
-  CHECK(s != NULL && s->tag == STREAM_TAG, musaErrorInvalidResourceHandle);
+  CHECK(s != NULL && s->tag == SIM_STREAM_TAG, musaErrorInvalidResourceHandle);
   s->tag = 0;
   free(s);
   return musaSuccess;
@@ -342,7 +329,7 @@ SIM_API musaError_t musaStreamDestroy(musaStream_t stream) {
 SIM_API musaError_t musaStreamSynchronize(musaStream_t stream) {
   sim_stream* s = stream;
   /* NULL is the legacy default stream */
-  CHECK(s == NULL || s->tag == STREAM_TAG, musaErrorInvalidResourceHandle);
+  CHECK(s == NULL || s->tag == SIM_STREAM_TAG, musaErrorInvalidResourceHandle);
   return musaSuccess;
 }
 
@@ -350,14 +337,14 @@ SIM_API musaError_t musaEventCreate(musaEvent_t* event) {
   CHECK(event != NULL, musaErrorInvalidValue);
   sim_event* e = calloc(1, sizeof *e);
   CHECK(e != NULL, musaErrorMemoryAllocation);
-  e->tag = EVENT_TAG;
+  e->tag = SIM_EVENT_TAG;
   *event = e;
   return musaSuccess;
 }
 
 static sim_event* as_event(musaEvent_t event) {
   sim_event* e = event;
-  return e != NULL && e->tag == EVENT_TAG ? e : NULL;
+  return e != NULL && e->tag == SIM_EVENT_TAG ? e : NULL;
 }
 
 SIM_API musaError_t musaEventRecord(musaEvent_t event, musaStream_t stream) {

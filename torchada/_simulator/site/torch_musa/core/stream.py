@@ -26,7 +26,7 @@ class Stream(_MusaStreamBase):
 
     @property
     def musa_stream(self):
-        return self.stream_id
+        return self.native_handle
 
     def wait_event(self, event):
         event.wait(self)
