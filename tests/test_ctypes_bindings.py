@@ -66,6 +66,26 @@ def test_runtime_round_trip():
     assert rt.funcs["cudaGetErrorString"](code) == b"operation not supported"
 
 
+def test_torch_streams_and_events_are_runtime_handles():
+    # The pattern of libraries that synchronize torch's streams through the runtime themselves.
+    import torch
+
+    rt = CDLL("libcudart.so")
+    rt.cudaStreamSynchronize.argtypes = [ctypes.c_void_p]
+    rt.cudaEventSynchronize.argtypes = [ctypes.c_void_p]
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        handle = torch.cuda.current_stream().cuda_stream
+        assert handle == side.cuda_stream and handle != 0
+        y = torch.ones(4, device="cuda") * 3
+        done = torch.cuda.Event()
+        done.record()
+    assert rt.cudaStreamSynchronize(handle) == 0
+    assert rt.cudaEventSynchronize(done.cuda_event) == 0
+    assert rt.cudaStreamSynchronize(torch.cuda.current_stream().cuda_stream) == 0  # default: 0
+    assert y.sum().item() == 12.0
+
+
 def test_library_and_symbol_mapping():
     lib = CDLL("libcudart.so")
     assert lib._name.endswith("libmusart.so")

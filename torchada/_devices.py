@@ -209,14 +209,20 @@ def _make_generator_class() -> type:
         # Calls return torch's own generators; isinstance/issubclass accept them.
         def __call__(cls, *args: Any, **kwargs: Any) -> Any:
             if args:
-                dev = _cuda_to_musa(args[0])
+                user = args[0]
+                dev = _cuda_to_musa(user)
                 if dev is not None:
                     args = (dev,) + args[1:]
             elif "device" in kwargs:
-                dev = _cuda_to_musa(kwargs["device"])
+                user = kwargs["device"]
+                dev = _cuda_to_musa(user)
                 if dev is not None:
                     kwargs["device"] = dev
-            return base(*args, **kwargs)
+            else:
+                dev = None
+            if dev is None:
+                return base(*args, **kwargs)
+            return _call_translated(base, args, kwargs, user, dev)
 
         def __instancecheck__(cls, obj: Any) -> bool:
             return isinstance(obj, base)

@@ -231,6 +231,37 @@ struct CudaAsMusaGuardImpl final : c10::impl::DeviceGuardImplInterface {
 };
 
 // ---------------------------------------------------------------- registration
+bool has_device_argument(const c10::FunctionSchema& schema) {
+  for (const auto& arg : schema.arguments()) {
+    auto type = arg.type();
+    if (type->kind() == c10::TypeKind::OptionalType) {
+      type = type->castRaw<c10::OptionalType>()->getElementType();
+    }
+    if (type->kind() == c10::TypeKind::DeviceObjType) return true;
+  }
+  return false;
+}
+
+// Factories the MUSA backend runs with its own kernel: on the CUDA key their composite kernel
+// would run instead (some need a device-specific stub only the backend's kernel avoids), so a
+// "cuda" device takes the backend's kernel, as "musa" does. Read once, when registering: the ops
+// of libraries loaded later keep the composite kernel (or the fallback).
+void register_backend_factories() {
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const auto& name : dispatcher.getRegistrationsForDispatchKey(c10::DispatchKey::PrivateUse1)) {
+    if (name.name == "aten::empty" || name.name == "aten::empty_strided") continue;  // see above
+    auto op = dispatcher.findOp(name);
+    if (!op || op->hasKernelForDispatchKey(c10::DispatchKey::CUDA) ||
+        !has_device_argument(op->schema())) {
+      continue;
+    }
+    // Leaked on purpose, like the libraries below.
+    new c10::RegistrationHandleRAII(dispatcher.registerImpl(
+        name, c10::DispatchKey::CUDA, c10::KernelFunction::makeFromBoxedFunction<&cuda_fallback>(),
+        std::nullopt, nullptr, "torchada: 'cuda' runs the MUSA backend's kernel"));
+  }
+}
+
 bool has_cuda_kernel(const char* name, const char* overload) {
   auto op = c10::Dispatcher::singleton().findSchema({name, overload});
   return op && op->hasKernelForDispatchKey(c10::DispatchKey::CUDA);
@@ -268,6 +299,7 @@ void register_translation() {
   auto* fallback =
       new torch::Library(torch::Library::IMPL, "_", c10::DispatchKey::CUDA, __FILE__, __LINE__);
   fallback->fallback(torch::CppFunction::makeFromBoxedFunction<&cuda_fallback>());
+  register_backend_factories();
   g_registered = true;
 }
 
