@@ -105,6 +105,8 @@ print(json.dumps({
 
 def _python(args, env=None, cwd=REPO, timeout=600):
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHADA_")}
+    # Scripts run from temporary directories import this checkout's torchada, installed or not.
+    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))
     full_env.update(env or {})
     proc = subprocess.run(
         [sys.executable, *args],
