@@ -179,6 +179,24 @@ def test_runner_module_mode(tmp_path):
     assert r.stdout.split()[:2] == ["__main__", "['a']"] and "MTT S4000" in r.stdout
 
 
+def test_runner_under_importtime(tmp_path):
+    # `python -X importtime -m torchada.run` profiles the program's imports as it would without.
+    import subprocess
+
+    script = _write(tmp_path, "prog.py", "import json, torch\nprint(torch.cuda.device_count())\n")
+    env = {k: v for k, v in os.environ.items() if k != "TORCHADA_SIMULATE"}
+    r = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "torchada.run", "--simulate", str(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip().splitlines()[-1] == "2"
+    timed = [line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines() if "|" in line]
+    assert "torch" in timed and "torch_musa" in timed and "json" in timed
+
+
 def test_children_inherit_under_torchrun_and_spawn(tmp_path):
     import subprocess
 
