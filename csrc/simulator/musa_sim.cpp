@@ -22,6 +22,8 @@
 #include <ATen/ops/view_native.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/Generator.h>
+#include <c10/util/ApproximateClock.h>
+#include <torch/csrc/profiler/stubs/base.h>
 
 #include "stubs/sim_handles.h"
 
@@ -332,6 +334,44 @@ struct SimGuardImpl final : c10::impl::DeviceGuardImplInterface {
 
 C10_REGISTER_GUARD_IMPL(PrivateUse1, SimGuardImpl);
 SimGuardImpl g_guard_impl;
+
+// ---------------------------------------------------------------- profiler stubs
+// torch_musa registers these (registerPrivateUse1Methods) so that the autograd profiler with
+// use_device="musa" times device work; mark / rangePush / rangePop are no-ops there too. Work is
+// synchronous here, so an event is the time at which it was recorded.
+struct SimProfilerStubs final : torch::profiler::impl::ProfilerStubs {
+  void record(c10::DeviceIndex* device, torch::profiler::impl::ProfilerVoidEventStub* event,
+              int64_t* cpu_ns) const override {
+    if (device != nullptr) *device = t_current_device;
+    *event = std::make_shared<double>(now_ms());
+    if (cpu_ns != nullptr) *cpu_ns = c10::getTime();
+  }
+  float elapsed(const torch::profiler::impl::ProfilerVoidEventStub* event,
+                const torch::profiler::impl::ProfilerVoidEventStub* event2) const override {
+    const double a = *static_cast<const double*>(event->get());
+    const double b = *static_cast<const double*>(event2->get());
+    return static_cast<float>((b - a) * 1000.0);  // microseconds, as the CUDA stubs answer
+  }
+  void mark(const char* /*name*/) const override {}
+  void rangePush(const char* /*name*/) const override {}
+  void rangePop() const override {}
+  bool enabled() const override { return true; }
+  void onEachDevice(std::function<void(int)> op) const override {
+    const c10::DeviceIndex previous = t_current_device;
+    for (int i = 0; i < g_device_count; ++i) {
+      t_current_device = static_cast<c10::DeviceIndex>(i);
+      op(i);
+    }
+    t_current_device = previous;
+  }
+  void synchronize() const override {}
+};
+
+SimProfilerStubs g_profiler_stubs;
+const bool g_profiler_stubs_registered = [] {
+  torch::profiler::impl::registerPrivateUse1Methods(&g_profiler_stubs);
+  return true;
+}();
 
 // ---------------------------------------------------------------- generators
 // torch_musa's generator is a Philox one: its state is (seed, offset), get_offset/set_offset work,
