@@ -2,8 +2,9 @@
 //
 // Tensors on the PrivateUse1 key (renamed "musa" from Python) live in host memory. Only what a real
 // backend must provide is written here: allocator with statistics, device guard with streams and
-// timed events, the hooks interface, generators, explicit view/copy kernels and a boxed fallback to
-// the CPU kernels. Everything else of the torch.musa surface is Python (torch_musa/ in the simulator).
+// timed events, the hooks interface, generators, profiler stubs, explicit view/copy kernels and a
+// boxed fallback to the CPU kernels. Everything else of the torch.musa surface is Python
+// (torch_musa/ in the simulator).
 
 #include <torch/extension.h>
 
@@ -133,8 +134,9 @@ void* sim_malloc(size_t n, c10::DeviceIndex d) {
   if (s.bytes[0].current.load() + static_cast<int64_t>(n) > limit) {
     s.num_ooms.fetch_add(1);
     TORCH_CHECK_WITH(OutOfMemoryError, false, "MUSA out of memory. Tried to allocate ", n,
-                     " bytes on device ", static_cast<int>(d), " (simulated board: ", g_total_memory,
-                     " bytes total, ", s.bytes[0].current.load(), " bytes allocated)");
+                     " bytes on device ", static_cast<int>(d),
+                     " (simulated board: ", g_total_memory, " bytes total, ",
+                     s.bytes[0].current.load(), " bytes allocated)");
   }
   void* p = nullptr;
   size_t bytes = n == 0 ? 1 : n;
@@ -294,7 +296,8 @@ struct SimGuardImpl final : c10::impl::DeviceGuardImplInterface {
   void record(void** event, const c10::Stream& stream, const c10::DeviceIndex device_index,
               const c10::EventFlag flag) const override {
     TORCH_CHECK(device_index == -1 || device_index == stream.device_index(),
-                "Event device index ", device_index, " does not match recording stream's device index ",
+                "Event device index ", device_index,
+                " does not match recording stream's device index ",
                 stream.device_index(), ".");
     auto* e = static_cast<SimEvent*>(*event);
     if (e == nullptr) {
@@ -377,8 +380,8 @@ const bool g_profiler_stubs_registered = [] {
 // torch_musa's generator is a Philox one: its state is (seed, offset), get_offset/set_offset work,
 // and pickling a generator saves both. CPU kernels (reached through the fallback) only accept CPU
 // generators, so each kernel that draws gets a CPU generator of its own seeded from (seed,
-// offset), and the offset advances: the stream is a function of (seed, offset), as on the device, so
-// set_offset and set_state replay draws exactly. The state is 16 bytes, seed then offset.
+// offset), and the offset advances: the stream is a function of (seed, offset), as on the device,
+// so set_offset and set_state replay draws exactly. The state is 16 bytes, seed then offset.
 struct SimGenerator final : c10::GeneratorImpl {
   explicit SimGenerator(c10::DeviceIndex idx)
       : c10::GeneratorImpl(c10::Device(kMusa, idx),
@@ -912,7 +915,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   });
   m.def("_musa_totalMemory", [] { return g_total_memory; });
   m.def("_musa_isPinnedPtr", [](uintptr_t p) { return is_pinned_ptr(reinterpret_cast<void*>(p)); });
-  // torch.Event.elapsed_time accepts no subclass as its argument; torch_musa's Event base is native.
+  // torch.Event.elapsed_time accepts no subclass as its argument; torch_musa's Event base is
+  // native.
   m.def("_musa_elapsedTime", [](uintptr_t a, uintptr_t b) {
     return g_guard_impl.elapsedTime(reinterpret_cast<void*>(a), reinterpret_cast<void*>(b), -1);
   });

@@ -239,9 +239,11 @@ pybind11::object make_translating_call(pybind11::object target) {
 
 void init_device_methods(pybind11::module_& m) {
   m.def("make_tensor_to", &make_tensor_to,
-        "A Tensor.to method descriptor reading 'cuda' devices as 'musa' before calling `previous`.");
+        "A Tensor.to method descriptor reading 'cuda' devices as 'musa' before calling "
+        "`previous`.");
   m.def("make_translating_call", &make_translating_call,
-        "f(tensor, *args, **kw) -> target(tensor, *args, **kw) with 'cuda' devices read as 'musa'.");
+        "f(tensor, *args, **kw) -> target(tensor, *args, **kw) with 'cuda' devices read as "
+        "'musa'.");
   m.def("translate_device", &translate_spec,
         "torch.device('musa', N) for a 'cuda[:N]' spec, None for anything else.");
 }

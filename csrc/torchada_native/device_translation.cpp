@@ -6,8 +6,9 @@
 // slots, at run time and only when asked (so loading the library changes nothing):
 //   - unboxed CUDA kernels for empty.memory_format / empty_strided (every factory, *_like, new_*
 //     and _to_copy allocate through them) that redispatch straight to the PrivateUse1 kernel;
-//   - a boxed CUDA fallback for the few factories with backend-specific kernels (tril_indices, ...),
-//     rewriting their Device arguments to PrivateUse1;
+//   - a boxed CUDA fallback for the few factories with backend-specific kernels (tril_indices,
+//     ...), rewriting their Device arguments to PrivateUse1; the same kernel, registered per
+//     operator, for the factories the MUSA backend runs with kernels of its own;
 //   - a CUDA device guard that delegates every call to the PrivateUse1 guard, translating devices
 //     and streams at the boundary.
 // Registrations cannot be taken back, so a global switch makes them inert: switched off, they fail
@@ -248,7 +249,8 @@ bool has_device_argument(const c10::FunctionSchema& schema) {
 // of libraries loaded later keep the composite kernel (or the fallback).
 void register_backend_factories() {
   auto& dispatcher = c10::Dispatcher::singleton();
-  for (const auto& name : dispatcher.getRegistrationsForDispatchKey(c10::DispatchKey::PrivateUse1)) {
+  const auto backend_ops = dispatcher.getRegistrationsForDispatchKey(c10::DispatchKey::PrivateUse1);
+  for (const auto& name : backend_ops) {
     if (name.name == "aten::empty" || name.name == "aten::empty_strided") continue;  // see above
     auto op = dispatcher.findOp(name);
     if (!op || op->hasKernelForDispatchKey(c10::DispatchKey::CUDA) ||
@@ -276,7 +278,8 @@ std::string blocker() {
   if (!c10::impl::hasDeviceGuardImpl(kMusa)) {
     return "no MUSA (PrivateUse1) device guard is registered: torch_musa is not loaded";
   }
-  if (has_cuda_kernel("aten::empty", "memory_format") || has_cuda_kernel("aten::empty_strided", "")) {
+  if (has_cuda_kernel("aten::empty", "memory_format") ||
+      has_cuda_kernel("aten::empty_strided", "")) {
     return "aten::empty already has a CUDA kernel (this PyTorch has CUDA support)";
   }
   if (c10::Dispatcher::singleton().hasBackendFallbackForDispatchKey(c10::DispatchKey::CUDA)) {
