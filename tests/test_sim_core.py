@@ -462,6 +462,28 @@ def test_dropout_draws_from_the_musa_generator():
     assert not bool(mask.any()) and float(out.abs().sum()) == 0.0
 
 
+def test_lazy_conj_and_neg_views_and_copies_like_a_backend():
+    # torch_musa has its own copy_; the generic one recursed on conj()/_neg_view() of musa tensors.
+    x = torch.randn(5, dtype=torch.complex64)
+    m = x.to("musa")
+    assert m.conj().is_conj() and torch.equal(m.conj().cpu(), x.conj())
+    assert torch.equal(m.conj().resolve_conj().cpu(), x.conj().resolve_conj())
+    assert torch.equal(m._neg_view().cpu(), x._neg_view())
+    assert torch.allclose(torch.fft.hfft(m).cpu(), torch.fft.hfft(x))
+    assert torch.allclose((m.conj() @ m).cpu(), x.conj() @ x)
+    y = m.clone()
+    y.conj().copy_(m)  # into a conjugate view
+    assert torch.equal(y.cpu(), x.conj())
+    d = torch.zeros(3, 5, device="musa", dtype=torch.float64)
+    d.copy_(torch.arange(5.0))  # broadcast and convert from CPU
+    assert d.cpu()[2].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    t = torch.zeros(4, 4, device="musa")
+    t[:, 1].copy_(torch.ones(4, device="musa:1"))  # strided view, across devices
+    assert t.sum().item() == 4.0 and t[:, 1].cpu().tolist() == [1.0] * 4
+    with pytest.raises(RuntimeError, match="expand|size"):
+        torch.zeros(3, device="musa").copy_(torch.ones(4))
+
+
 # ---------------------------------------------------------------- profiler
 def test_autograd_profiler_times_device_work_through_the_backend_stubs():
     import warnings

@@ -536,9 +536,24 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
 }
 
 // A CPU tensor aliasing the same bytes (host memory backs every simulated device).
+// The same memory seen as a CPU tensor, with the same lazy conjugate / negative bits.
 at::Tensor host_alias(const at::Tensor& t) {
-  return at::from_blob(t.data_ptr(), t.sizes(), t.strides(),
-                       t.options().device(c10::DeviceType::CPU));
+  auto alias = at::from_blob(t.data_ptr(), t.sizes(), t.strides(),
+                             t.options().device(c10::DeviceType::CPU));
+  alias._set_conj(t.is_conj());
+  alias._set_neg(t.is_neg());
+  return alias;
+}
+
+// A backend's own copy_ (as torch_musa has): torch's generic one sends PrivateUse1 copies through
+// _copy_from, which the Conjugate/Negative fallbacks intercept to materialize the source by a
+// clone, itself a copy_: a lazy conj() or _neg_view() of a musa tensor recursed until the stack
+// overflowed. The CPU copy on host aliases resolves the bits, broadcasts and converts dtypes.
+at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
+  auto dst_h = self.is_cpu() ? self : host_alias(self);
+  auto src_h = src.is_cpu() ? src : host_alias(src);
+  dst_h.copy_(src_h, non_blocking);
+  return self;
 }
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking*/) {
@@ -749,6 +764,7 @@ at::Tensor binary_cross_entropy_banned(const at::Tensor&, const at::Tensor&,
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", empty_memory_format);
   m.impl("empty_strided", empty_strided);
+  m.impl("copy_", copy_);
   m.impl("_copy_from", copy_from);
   m.impl("_copy_from_and_resize", copy_from_and_resize);
   m.impl("as_strided", at::native::as_strided_tensorimpl);
