@@ -378,3 +378,19 @@ def test_report_json_roundtrip_and_table() -> None:
     assert FileReport.from_dict(data).to_dict() == data
     table = report.format_table()
     assert "k.cu" in table and "cudaNewThing" in table and "cudaMalloc x2" in table
+
+
+def test_names_the_file_declares_are_not_reported_as_unported():
+    text = """
+std::vector<torch::Tensor> lltm_cuda_forward(torch::Tensor input);
+template <typename scalar_t> __global__ void tmpl_cuda_kernel(scalar_t* x) {}
+static const int use_cuda_graph = 1;
+struct cuda_state { int a; };
+int f() { return helper_cuda(3) + other_cuda_thing + use_cuda_graph; }
+auto y = lltm_cuda_forward(x);
+bool is_cuda = true;
+"""
+    out, report = port_source(text, filename="lltm.cpp")
+    assert out == text
+    # Used but declared elsewhere: still reported; so is a rule name whose context did not apply.
+    assert set(report.remaining) == {"helper_cuda", "other_cuda_thing", "is_cuda"}

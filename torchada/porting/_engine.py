@@ -62,6 +62,39 @@ _ARCH_TRUTH_POST = re.compile(rf"{_SKIP_BLOCK}(?:&&|\|\||\r?\n|\Z|//)", re.ASCII
 _ARCH_DEFINED_POST = re.compile(rf"{_SKIP_BLOCK}(?:\)|&&|\|\||\r?\n|\Z|//)", re.ASCII)
 # Starts with a literal so re can skip ahead quickly; `#` need not be first on its line (rare).
 _DEFINE = re.compile(r"#[ \t]*define[ \t]+(\w+)", re.ASCII)
+# What precedes a declared name (a function, kernel, variable or type): a type name, not a
+# statement keyword, maybe qualified, maybe with template arguments (then pointer/reference marks
+# or spaces, checked by hand first: most uses are calls, rejected at one character).
+_DECLARED_AFTER = re.compile(
+    r"(?<![\w.>:])(?!(?:return|else|case|throw|new|delete|goto|sizeof|co_return|co_yield)\b)"
+    r"[A-Za-z_][\w:]*(?:[ \t]*<[^;(){}]*>)?\Z",
+    re.ASCII,
+)
+# How far back a declaration's type may start.
+_DECLARATION_REACH = 160
+_DECLARATOR_MARKS = frozenset(" \t\r\n*&")
+_TYPE_END = _WORD_CHARS | {">"}
+_DECLARATOR_END = frozenset(" \t([=;{,):")
+
+
+def _declares(text: str, name: str) -> bool:
+    """Whether ``text`` declares ``name`` (``int name = ...``, ``T<x> name(...)``, ...)."""
+    at = text.find(name)
+    while at != -1:
+        after = at + len(name)
+        if (at == 0 or text[at - 1] not in _WORD_CHARS) and (
+            after < len(text) and text[after] in _DECLARATOR_END
+        ):
+            end = at  # skip the spaces and * & between the type and the name
+            while end and text[end - 1] in _DECLARATOR_MARKS:
+                end -= 1
+            if end != at and end and text[end - 1] in _TYPE_END:
+                if _DECLARED_AFTER.search(text, max(0, end - _DECLARATION_REACH), end):
+                    return True
+        at = text.find(name, after)
+    return False
+
+
 _NUMBER = re.compile(r"\d+[uUlL]*\Z", re.ASCII)
 # Single-character tokens that bind looser than a comparison when they precede it.
 _ARCH_PRE_CHARS = frozenset("(,?:;{}[&|^=")
@@ -384,6 +417,11 @@ class Translator:
             # Macros the file defines itself (NCCL_CHECK, HAS_CUDA12...) are project names.
             for name in _DEFINE.findall(text):
                 report.remaining.pop(name, None)
+        # So are the functions, kernels and variables it declares (lltm_cuda_forward); names
+        # with a rule that did not apply here (is_cuda, namespace cuda) stay reported.
+        for name in [n for n in report.remaining if n not in self._triggers]:
+            if _declares(text, name):
+                del report.remaining[name]
         if fast_hits:
             translated = report.translated
             for name, n in Counter(fast_hits).items():
