@@ -245,7 +245,7 @@ def load(
     ``.mu`` sources are compiled only where mcc exists (``TORCHADA_WITH_MUSA_KERNELS`` is then
     defined for the C++ sources); elsewhere they are skipped with an INFO log.
     """
-    from ._build import load_torch_extension, verbose_builds
+    from ._build import headers_digest, load_torch_extension, verbose_builds
 
     paths = [Path(s).resolve() for s in sources]
     missing = [str(p) for p in paths if not p.is_file()]
@@ -263,7 +263,7 @@ def load(
         build.sources,
         extra_cflags=cflags,
         key_extra=[
-            f"headers {_native.headers_digest(include_dir())}",
+            f"headers {headers_digest(include_dir())}",
             _native.torch_musa_version(),
         ],
         extra_include_paths=[include_dir()],

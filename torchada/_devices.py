@@ -208,20 +208,14 @@ def _make_generator_class() -> type:
     class _GeneratorMeta(type(base)):  # type: ignore[misc]
         # Calls return torch's own generators; isinstance/issubclass accept them.
         def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-            if args:
-                user = args[0]
-                dev = _cuda_to_musa(user)
-                if dev is not None:
-                    args = (dev,) + args[1:]
-            elif "device" in kwargs:
-                user = kwargs["device"]
-                dev = _cuda_to_musa(user)
-                if dev is not None:
-                    kwargs["device"] = dev
-            else:
-                dev = None
+            user = args[0] if args else kwargs.get("device")
+            dev = _cuda_to_musa(user)
             if dev is None:
                 return base(*args, **kwargs)
+            if args:
+                args = (dev,) + args[1:]
+            else:
+                kwargs["device"] = dev
             return _call_translated(base, args, kwargs, user, dev)
 
         def __instancecheck__(cls, obj: Any) -> bool:

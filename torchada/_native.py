@@ -57,13 +57,6 @@ def musa_sources() -> List[Path]:
     return sorted(source_dir().glob("*.mu"))
 
 
-def headers_digest(directory: Optional[Path] = None) -> str:
-    """A digest of the headers in ``directory`` (by default this library's)."""
-    from ._build import headers_digest as digest
-
-    return digest(directory or source_dir())
-
-
 def find_mcc() -> Optional[str]:
     """The MUSA compiler, where torch_musa's loader would look for it; None when there is none."""
     candidates = [os.environ.get("PYTORCH_MCC")]
@@ -181,7 +174,7 @@ def load() -> Optional[ModuleType]:
             return None
         if _state.get("status") == "failed":
             return None  # one attempt per process: a failed build is not retried on every call
-        from ._build import load_torch_extension, verbose_builds
+        from ._build import headers_digest, load_torch_extension, verbose_builds
 
         try:
             build = plan()
@@ -194,7 +187,7 @@ def load() -> Optional[ModuleType]:
                 LIBRARY_NAME,
                 build.sources,
                 extra_cflags=cflags,
-                key_extra=[f"headers {headers_digest()}", torch_musa_version()],
+                key_extra=[f"headers {headers_digest(source_dir())}", torch_musa_version()],
                 verbose=verbose_builds(VERBOSE_ENV),
                 musa_arch=build.arch,
             )
