@@ -221,11 +221,10 @@ std::array<std::atomic<c10::StreamId>, kMaxDevices> g_next_stream{};
 std::atomic<uint32_t> g_pool_cursor{0};
 constexpr c10::StreamId kPoolSize = 32;
 
-// Starts with libmusart's event record, so Event.musa_event works with libmusart too.
+// Starts with libmusart's event record (whether and when it was recorded), so Event.musa_event
+// works with libmusart too.
 struct SimEvent {
   sim_event runtime{SIM_EVENT_TAG, 0, {0, 0}};
-  double time_ms = 0;
-  bool recorded = false;
   bool timing = false;
   c10::DeviceIndex device = -1;
 };
@@ -306,8 +305,6 @@ struct SimGuardImpl final : c10::impl::DeviceGuardImplInterface {
       e->device = stream.device_index();
       *event = e;
     }
-    e->time_ms = now_ms();
-    e->recorded = true;
     clock_gettime(CLOCK_MONOTONIC, &e->runtime.when);
     e->runtime.recorded = 1;
   }
@@ -327,11 +324,13 @@ struct SimGuardImpl final : c10::impl::DeviceGuardImplInterface {
       const override {
     auto* a = static_cast<SimEvent*>(event1);
     auto* b = static_cast<SimEvent*>(event2);
-    TORCH_CHECK(a && b && a->recorded && b->recorded,
+    TORCH_CHECK(a && b && a->runtime.recorded && b->runtime.recorded,
                 "Both events must be recorded before calculating elapsed time.");
     TORCH_CHECK(a->timing && b->timing,
                 "Both events must be created with argument 'enable_timing=True'.");
-    return b->time_ms - a->time_ms;
+    const auto& ta = a->runtime.when;
+    const auto& tb = b->runtime.when;
+    return (tb.tv_sec - ta.tv_sec) * 1e3 + (tb.tv_nsec - ta.tv_nsec) / 1e6;
   }
 };
 
@@ -535,8 +534,8 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
                                            c10::dtype_or_default(dtype));
 }
 
-// A CPU tensor aliasing the same bytes (host memory backs every simulated device).
-// The same memory seen as a CPU tensor, with the same lazy conjugate / negative bits.
+// A CPU tensor aliasing the same bytes (host memory backs every simulated device), with the same
+// lazy conjugate / negative bits.
 at::Tensor host_alias(const at::Tensor& t) {
   auto alias = at::from_blob(t.data_ptr(), t.sizes(), t.strides(),
                              t.options().device(c10::DeviceType::CPU));
@@ -545,22 +544,25 @@ at::Tensor host_alias(const at::Tensor& t) {
   return alias;
 }
 
+// Every copy touching a musa tensor: the CPU copy on host aliases resolves the lazy bits,
+// broadcasts and converts dtypes.
+void host_copy(const at::Tensor& dst, const at::Tensor& src, bool non_blocking) {
+  auto dst_h = dst.is_cpu() ? dst : host_alias(dst);
+  auto src_h = src.is_cpu() ? src : host_alias(src);
+  dst_h.copy_(src_h, non_blocking);
+}
+
 // A backend's own copy_ (as torch_musa has): torch's generic one sends PrivateUse1 copies through
 // _copy_from, which the Conjugate/Negative fallbacks intercept to materialize the source by a
 // clone, itself a copy_: a lazy conj() or _neg_view() of a musa tensor recursed until the stack
-// overflowed. The CPU copy on host aliases resolves the bits, broadcasts and converts dtypes.
+// overflowed.
 at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
-  auto dst_h = self.is_cpu() ? self : host_alias(self);
-  auto src_h = src.is_cpu() ? src : host_alias(src);
-  dst_h.copy_(src_h, non_blocking);
+  host_copy(self, src, non_blocking);
   return self;
 }
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking*/) {
-  if (self.numel() == 0) return dst;
-  auto src_h = self.is_cpu() ? self : host_alias(self);
-  auto dst_h = dst.is_cpu() ? dst : host_alias(dst);
-  dst_h.copy_(src_h);
+  if (self.numel() > 0) host_copy(dst, self, /*non_blocking=*/false);
   return dst;
 }
 
