@@ -4,8 +4,11 @@ rename cannot be undone); tests that need a pristine interpreter run a subproces
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import sysconfig
+import tempfile
 import textwrap
 
 import pytest
@@ -51,15 +54,67 @@ def py():
     return run_python
 
 
+# ---------------------------------------------------------------- the simulator as a package
+# On a MUSA machine torch_musa is an installed package whose own `torch.backends` entry point
+# imports it at the end of `import torch`. `simulator_env(order)` gives a child process that
+# state: the simulator's metadata (written by `python -m torchada simulator install`) and its
+# package directory on PYTHONPATH, with torch_musa's entry point found before torchada's
+# (order="musa-first") or after it ("musa-last"). "switch" is TORCHADA_SIMULATE=1 instead.
+SIM_ORDERS = ("musa-first", "musa-last", "switch")
+_SIM_TARGET = os.path.join(tempfile.gettempdir(), f"torchada-test-sim-{os.getpid()}")
+
+
+def _installed_simulator() -> str:
+    from torchada._simulator import SITE
+    from torchada._simulator.install import install, is_installed
+
+    if not is_installed(_SIM_TARGET):
+        install(_SIM_TARGET)
+    return SITE
+
+
+def simulator_env(order: str, base: "dict | None" = None) -> dict:
+    """An environment (copied from ``base``, default os.environ, without inherited torchada
+    switches) in which a child's `import torch` meets the simulator as ``order`` says, and
+    imports this checkout's torchada."""
+    env = {k: v for k, v in (os.environ if base is None else base).items() if k not in _INHERITED}
+    theirs = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if order == "switch":
+        env["TORCHADA_SIMULATE"] = "1"
+        path = [REPO]
+    elif order == "musa-first":
+        path = [_SIM_TARGET, _installed_simulator(), REPO]
+    elif order == "musa-last":
+        # site-packages first: torchada's entry point (its dist-info there) is found first.
+        path = [sysconfig.get_paths()["purelib"], REPO, _SIM_TARGET, _installed_simulator()]
+    else:
+        raise ValueError(order)
+    env["PYTHONPATH"] = os.pathsep.join(path + theirs)
+    return env
+
+
+def pytest_sessionfinish(session, exitstatus):
+    shutil.rmtree(_SIM_TARGET, ignore_errors=True)
+
+
 # ---------------------------------------------------------------- end-to-end CUDA programs
 # The two ways a CUDA-written program meets torchada, without any other change to it:
 #   "runner": python -m torchada.run --simulate prog.py ...
 #   "import": the program with `import torchada` added as its first line, run as
 #             python prog.py ... with TORCHADA_SIMULATE=1 (the simulator's switch; on a MUSA
 #             machine the line alone is the whole port).
+#   "child":  the simulator installed as a package (its own entry point, as on a MUSA machine);
+#             a parent process that did `import torchada` starts the program (with `import
+#             torchada` as its first line) as a child, which inherits TORCHADA_ACTIVE=1.
 # With torchrun=True the program is started by torch.distributed.run with two processes per node
 # (under the runner: python -m torchada.run --simulate -m torch.distributed.run ...).
-E2E_MODES = ("runner", "import")
+E2E_MODES = ("runner", "import", "child")
+_CHILD_PARENT = """
+import subprocess, sys
+import torchada
+assert torchada.is_enabled(), "the parent did not turn torchada on"
+sys.exit(subprocess.run([sys.executable, *sys.argv[1:]]).returncode)
+"""
 _INHERITED = ("TORCHADA_SIMULATE", "TORCHADA_ACTIVE", "TORCHADA_REPORT", "TORCHADA_REPORT_OWNER")
 
 
@@ -79,14 +134,18 @@ def run_cuda_program(
     launcher = launcher if torchrun else []
     if mode == "runner":
         cmd = [sys.executable, "-m", "torchada.run", "--simulate", *launcher, program]
-    elif mode == "import":
+    elif mode in ("import", "child"):
         with open(program) as f:
             source = f.read()
         ported = os.path.join(str(workdir), "imported_" + os.path.basename(program))
         with open(ported, "w") as f:
             f.write("import torchada\n" + source)
-        env["TORCHADA_SIMULATE"] = "1"
-        cmd = [sys.executable, *launcher, ported]
+        if mode == "import":
+            env["TORCHADA_SIMULATE"] = "1"
+            cmd = [sys.executable, *launcher, ported]
+        else:
+            env = simulator_env("musa-first", env)
+            cmd = [sys.executable, "-c", _CHILD_PARENT, *launcher, ported]
     else:
         raise ValueError(mode)
     return subprocess.run(

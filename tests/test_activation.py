@@ -94,7 +94,12 @@ def test_import_torchada_after_torch_enables_without_any_environment(py, tmp_pat
     """
     r = py(code, env={"PYTHONPATH": str(tmp_path)})
     assert r.returncode == 0, r.stderr
-    assert _last_json(r.stdout) == [["torchada._autoload"], True, "MTT S4000", "musa:0"]
+    assert _last_json(r.stdout) == [
+        ["torchada._autoload", "torchada._env"],
+        True,
+        "MTT S4000",
+        "musa:0",
+    ]
 
 
 def test_platform_override_and_bad_value(py):

@@ -71,8 +71,9 @@ def __getattr__(name: str) -> Any:
 
 
 def _imported_by_torch_autoload() -> bool:
-    # torch imports our `torch.backends` entry point while `import torch` runs; that import must not
-    # activate anything by itself (the entry point decides from the environment).
+    # torch runs the `torch.backends` entry points (ours, torch_musa's) while `import torch` runs;
+    # an import of this package from there must not activate anything by itself (our entry point
+    # decides from the environment).
     frame = sys._getframe(1)
     for _ in range(32):
         if frame is None:
@@ -83,5 +84,19 @@ def _imported_by_torch_autoload() -> bool:
     return False
 
 
-if not _imported_by_torch_autoload():
+def _forget_autoloaded_package() -> None:
+    # Forget the package object that an entry point brought in (its submodules stay loaded), so
+    # that the program's own later `import torchada` runs this file again and turns torchada on.
+    # Done once `import torch` has finished: earlier, another entry point could still be importing
+    # one of our submodules (the simulated torch_musa reads its board tables from here).
+    if sys.modules.get(__name__) is _this_package:
+        del sys.modules[__name__]
+
+
+_this_package = sys.modules[__name__]
+if _imported_by_torch_autoload():
+    from torchada_hooks.completion import when_imported
+
+    when_imported("torch", _forget_autoloaded_package)
+else:
     importlib.import_module(f"{__name__}._activation").enable()

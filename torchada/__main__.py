@@ -31,10 +31,17 @@ def _doctor(argv: List[str]) -> int:
     return main(argv)
 
 
+def _simulator(argv: List[str]) -> int:
+    from torchada._simulator.install import main
+
+    return main(argv)
+
+
 COMMANDS: Dict[str, Callable[[List[str]], int]] = {
     "build": _build,
     "doctor": _doctor,
     "port": _port,
+    "simulator": _simulator,
     "tables": _tables,
 }
 

@@ -14,6 +14,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from torchada_hooks import ImportHooks, seal_on_first_use
 
+from ._env import flag
+
 logger = logging.getLogger("torchada")
 
 ACTIVE_ENV = "TORCHADA_ACTIVE"
@@ -23,15 +25,12 @@ _lock = threading.RLock()
 _hooks: Optional[ImportHooks] = None
 _undo: List[Callable[[], None]] = []
 _enabled = False
-
-
-def _truthy(value: "str | None") -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+_enabling = False
 
 
 def kill_switch() -> bool:
     """``TORCHADA_DISABLE=1``: torchada installs nothing at all, whatever else asks."""
-    return _truthy(os.environ.get(DISABLE_ENV))
+    return flag(DISABLE_ENV)
 
 
 def is_enabled() -> bool:
@@ -132,76 +131,110 @@ def preload(spec: Dict[str, Any]) -> List[str]:
 
 
 def enable(simulate: Optional[bool] = None) -> bool:
-    """Install torchada's redirects when running on MUSA. Returns whether anything was installed.
+    """Install torchada's redirects when running on MUSA. Returns whether they are installed.
 
     On CUDA and CPU platforms this is a no-op (and costs nothing). ``simulate=True`` (or
     ``TORCHADA_SIMULATE=1``) first activates the bundled torch_musa simulator.
+
+    Idempotent and order-independent: however often and from wherever it is reached in one process
+    (``import torchada``, the runner, the ``torch.backends`` entry point of an inherited
+    ``TORCHADA_ACTIVE=1``, in any order with ``import torch`` and ``import torch_musa``), the
+    process ends up with one installation. A call that arrives while torch_musa is itself still
+    being imported (a program whose first line is ``import torch_musa``) finishes when that import
+    does, and returns False until then.
+
+    Example::
+
+        >>> import torchada
+        >>> torchada.enable()  # on MUSA; False on CUDA and CPU machines
+        True
     """
-    global _hooks, _enabled
+    global _enabling
     with _lock:
         if _enabled:
             return True
+        if _enabling:
+            # Reached again from inside the installation under way (importing torch or torch_musa
+            # runs torch's entry points, ours among them): that installation finishes the job.
+            return False
         if kill_switch():
             logger.debug("torchada disabled by %s", DISABLE_ENV)
             return False
-        from . import _platform, _simulator
-
-        if simulate or (simulate is None and _simulator.requested()):
-            _simulator.activate()
-            _platform.detect_platform.cache_clear()
-        if not _platform.is_musa_platform():
-            return False
-        import torch  # noqa: F401
-        import torch_musa
-
-        from ._redirect import Redirector, load_table
-
-        table = load_table()
-        originals: Dict[str, Any] = {}
-        for name in table:
-            try:
-                originals[name] = importlib.import_module(name)
-            except ImportError:
-                originals[name] = None
-        # Fill modules import what they stand in for (ctypes, ...): load them while the
-        # originals are still the ones in sys.modules. A table's "preload" names what to load
-        # instead, when its fill modules reach the originals another way (and load at first use).
-        for spec in table.values():
-            for module_name in preload(spec):
-                importlib.import_module(module_name)
-        hooks = ImportHooks()
-        redirector = Redirector(originals, {})
-        for name in table:
-            hooks.register(name, redirector.build(name))
-        hooks.install()
-        # Sealed proxies are plain modules: a cached torch.cuda.X costs what torch.musa.X costs.
-        # Each is sealed at its first use, so a module the program never touches costs nothing.
-        # With the report on they stay lazy, so that each first use is seen where it happens.
-        from . import _ledger
-
-        for name, proxy in ([] if _ledger.enabled() else hooks.proxies().items()):
-            seal_on_first_use(proxy, functools.partial(redirector.all_names, name))
-        _hooks = hooks
-        _undo.append(hooks.uninstall)
-        _patch_musa_classes(torch_musa)
-        _patch_musa_initialized(torch_musa)
-        from ._fills import distributed
-
-        distributed.install(_patcher)
+        _enabling = True
         try:
-            for name in SUBSYSTEMS:
-                if _truthy(os.environ.get(f"TORCHADA_DISABLE_{name.upper()}")):
-                    logger.debug("torchada subsystem %s disabled by the environment", name)
-                    continue
-                importlib.import_module(f"{__package__}._{name}").install(_patcher)
-        except BaseException:
-            # A subsystem refused (a bad setting, say): leave nothing half-installed behind.
-            disable()
-            raise
-        _patcher.set_env(ACTIVE_ENV, "1")
-        _enabled = True
-        logger.debug("torchada enabled: %d modules redirected", len(table))
-        return True
+            return _enable(simulate)
+        finally:
+            _enabling = False
+
+
+def _enable(simulate: Optional[bool]) -> bool:
+    global _hooks, _enabled
+    from . import _platform, _simulator
+
+    if simulate or (simulate is None and _simulator.requested()):
+        _simulator.activate()
+        _platform.detect_platform.cache_clear()
+    if not _platform.is_musa_platform():
+        return False
+    import torch  # noqa: F401
+
+    from torchada_hooks.completion import is_importing, when_imported
+
+    if is_importing("torch_musa"):
+        # torch_musa's own first line imported torch, whose entry points brought us here: finish
+        # once torch_musa has finished.
+        when_imported("torch_musa", enable)
+        return False
+    import torch_musa
+
+    from ._redirect import Redirector, load_table
+
+    table = load_table()
+    originals: Dict[str, Any] = {}
+    for name in table:
+        try:
+            originals[name] = importlib.import_module(name)
+        except ImportError:
+            originals[name] = None
+    # Fill modules import what they stand in for (ctypes, ...): load them while the
+    # originals are still the ones in sys.modules. A table's "preload" names what to load
+    # instead, when its fill modules reach the originals another way (and load at first use).
+    for spec in table.values():
+        for module_name in preload(spec):
+            importlib.import_module(module_name)
+    hooks = ImportHooks()
+    redirector = Redirector(originals, {})
+    for name in table:
+        hooks.register(name, redirector.build(name))
+    hooks.install()
+    # Sealed proxies are plain modules: a cached torch.cuda.X costs what torch.musa.X costs.
+    # Each is sealed at its first use, so a module the program never touches costs nothing.
+    # With the report on they stay lazy, so that each first use is seen where it happens.
+    from . import _ledger
+
+    for name, proxy in [] if _ledger.enabled() else hooks.proxies().items():
+        seal_on_first_use(proxy, functools.partial(redirector.all_names, name))
+    _hooks = hooks
+    _undo.append(hooks.uninstall)
+    _patch_musa_classes(torch_musa)
+    _patch_musa_initialized(torch_musa)
+    from ._fills import distributed
+
+    distributed.install(_patcher)
+    try:
+        for name in SUBSYSTEMS:
+            if flag(f"TORCHADA_DISABLE_{name.upper()}"):
+                logger.debug("torchada subsystem %s disabled by the environment", name)
+                continue
+            importlib.import_module(f"{__package__}._{name}").install(_patcher)
+    except BaseException:
+        # A subsystem refused (a bad setting, say): leave nothing half-installed behind.
+        disable()
+        raise
+    _patcher.set_env(ACTIVE_ENV, "1")
+    _enabled = True
+    logger.debug("torchada enabled: %d modules redirected", len(table))
+    return True
 
 
 def disable() -> None:

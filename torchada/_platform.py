@@ -20,13 +20,18 @@ class Platform(str, enum.Enum):
 
 
 def _torch_musa_present() -> bool:
+    # Installed (the real package, or the simulator installed as one), loaded, or asked to be
+    # simulated: which of these it is makes no difference to the platform.
     if "torch_musa" in sys.modules:
         return True
     from . import _simulator
 
     if _simulator.requested():
         return True
-    return _simulator.real_torch_musa_spec() is not None
+    try:
+        return importlib.util.find_spec("torch_musa") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 @functools.lru_cache(maxsize=1)

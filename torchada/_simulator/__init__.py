@@ -22,8 +22,9 @@ ENV_SWITCH = "TORCHADA_SIMULATE"
 
 
 def requested(environ: "dict | None" = None) -> bool:
-    env = os.environ if environ is None else environ
-    return env.get(ENV_SWITCH, "").strip().lower() in ("1", "true", "yes", "on")
+    from .._env import flag
+
+    return flag(ENV_SWITCH, environ)
 
 
 def real_torch_musa_spec():
@@ -51,8 +52,12 @@ def _find(name: str):
 
 
 def is_simulated(module: "ModuleType | None" = None) -> bool:
+    """Whether ``module`` (default: the loaded torch_musa) is this simulator, judged by where its
+    code lives, so that it is known while its ``__init__`` still runs (an entry point of torch can
+    see it half-imported)."""
     mod = sys.modules.get("torch_musa") if module is None else module
-    return bool(getattr(mod, "_torchada_simulated", False))
+    origin = getattr(getattr(mod, "__spec__", None), "origin", None)
+    return bool(origin) and os.path.realpath(origin).startswith(SITE + os.sep)
 
 
 def is_active() -> bool:

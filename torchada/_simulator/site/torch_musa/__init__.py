@@ -9,10 +9,19 @@ import atexit
 import sys
 import time
 
-import torch
 
-from torchada._simulator.boards import TORCH_MUSA_VERSION
-from torchada._simulator.config import read_config
+def _autoload():
+    # torch's `torch.backends` entry point (`torch_musa = torch_musa:_autoload`): importing this
+    # package is the whole work. Defined before `import torch`, as torch_musa does, because when a
+    # program's first line is `import torch_musa`, torch's entry points run (and look this name
+    # up) while this module has only just begun.
+    pass
+
+
+import torch  # noqa: E402
+
+from torchada._simulator.boards import TORCH_MUSA_VERSION  # noqa: E402
+from torchada._simulator.config import read_config  # noqa: E402
 
 _torchada_simulated = True
 

@@ -1,0 +1,146 @@
+"""Install the simulator into an environment the way the real torch_musa is installed.
+
+``python -m torchada simulator install`` writes, into the environment's site-packages:
+
+- ``torch_musa-2.7.1.dist-info/``: the distribution's metadata, with the entry point the real
+  package registers (``[torch.backends] torch_musa = torch_musa:_autoload``), so that a plain
+  ``import torch`` imports the simulated torch_musa at its end, on its own and in whatever order
+  ``importlib.metadata`` yields it beside other entry points, as on a MUSA machine;
+- ``torch_musa_simulator.pth``: one line putting the simulator's package directory on
+  ``sys.path`` (appended, so a real torch_musa found earlier on the path would win);
+- a ``RECORD`` naming both, so ``pip uninstall torch_musa`` removes them as well as
+  ``python -m torchada simulator uninstall`` does.
+
+No ``TORCHADA_SIMULATE`` is needed afterwards; programs find ``torch_musa`` like any installed
+package. Installing refuses where a real torch_musa is importable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import sysconfig
+from pathlib import Path
+from typing import List, Optional
+
+from . import SITE, real_torch_musa_spec
+from .boards import TORCH_MUSA_VERSION
+
+DIST_INFO = f"torch_musa-{TORCH_MUSA_VERSION}.dist-info"
+PTH = "torch_musa_simulator.pth"
+ENTRY_POINTS = "[torch.backends]\ntorch_musa = torch_musa:_autoload\n"
+# Marks our own installation, so uninstall never removes a real torch_musa's metadata.
+INSTALLER = "torchada-simulator"
+
+USAGE = """usage: python -m torchada simulator {install,uninstall,status} [--target DIR]
+
+  install    make the CPU simulator of torch_musa an installed package of this environment
+  uninstall  remove it again
+  status     say whether it is installed
+  --target   the site directory to use (default: this environment's site-packages)
+"""
+
+
+def default_target() -> Path:
+    return Path(sysconfig.get_paths()["purelib"])
+
+
+def is_installed(target: "Path | str | None" = None) -> bool:
+    """Whether the simulator's metadata is in ``target`` (default: site-packages).
+
+    Example::
+
+        >>> from torchada._simulator import install
+        >>> install.is_installed("/nonexistent")
+        False
+    """
+    info = Path(target or default_target()) / DIST_INFO / "INSTALLER"
+    return info.is_file() and info.read_text().strip() == INSTALLER
+
+
+def install(target: "Path | str | None" = None) -> Path:
+    """Install the simulator as the ``torch_musa`` distribution into ``target``; returns its
+    dist-info directory. Raises RuntimeError where a real torch_musa is importable, or where
+    ``target`` already holds another torch_musa's metadata.
+
+    Example::
+
+        >>> from torchada._simulator import install
+        >>> install.install("/tmp/site")  # doctest: +SKIP
+        PosixPath('/tmp/site/torch_musa-2.7.1.dist-info')
+    """
+    root = Path(target or default_target())
+    spec = real_torch_musa_spec()
+    if spec is not None:
+        raise RuntimeError(
+            f"a real torch_musa is importable ({spec.origin}); the simulator is never installed "
+            "beside it"
+        )
+    info = root / DIST_INFO
+    if info.exists() and not is_installed(root):
+        raise RuntimeError(f"{info} belongs to another torch_musa installation; left as it is")
+    info.mkdir(parents=True, exist_ok=True)
+    files = {
+        "METADATA": (
+            "Metadata-Version: 2.1\n"
+            "Name: torch_musa\n"
+            f"Version: {TORCH_MUSA_VERSION}\n"
+            "Summary: torch_musa simulated on the CPU (installed by torchada)\n"
+        ),
+        "entry_points.txt": ENTRY_POINTS,
+        "top_level.txt": "torch_musa\n",
+        "INSTALLER": INSTALLER + "\n",
+    }
+    for name, text in files.items():
+        (info / name).write_text(text)
+    (root / PTH).write_text(SITE + "\n")
+    record = [f"{DIST_INFO}/{name},," for name in [*files, "RECORD"]] + [f"{PTH},,"]
+    (info / "RECORD").write_text("\n".join(record) + "\n")
+    return info
+
+
+def uninstall(target: "Path | str | None" = None) -> List[Path]:
+    """Remove what :func:`install` wrote into ``target``; returns the paths removed (none when
+    it was not installed there).
+
+    Example::
+
+        >>> from torchada._simulator import install
+        >>> install.uninstall("/nonexistent")
+        []
+    """
+    root = Path(target or default_target())
+    if not is_installed(root):
+        return []
+    info = root / DIST_INFO
+    removed = []
+    for path in [*sorted(info.iterdir()), info, root / PTH]:
+        if path.is_dir():
+            path.rmdir()
+        elif path.exists():
+            path.unlink()
+        else:
+            continue
+        removed.append(path)
+    return removed
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m torchada simulator", usage=USAGE)
+    parser.add_argument("action", choices=("install", "uninstall", "status"))
+    parser.add_argument("--target", default=None)
+    args = parser.parse_args(argv)
+    target = Path(args.target) if args.target else default_target()
+    if args.action == "install":
+        try:
+            info = install(target)
+        except RuntimeError as exc:
+            print(f"python -m torchada simulator install: {exc}", file=sys.stderr)
+            return 1
+        print(f"installed the torch_musa simulator: {info}")
+    elif args.action == "uninstall":
+        removed = uninstall(target)
+        print(f"removed the torch_musa simulator from {target}" if removed else "not installed")
+    else:
+        print(f"installed in {target}" if is_installed(target) else "not installed")
+    return 0
