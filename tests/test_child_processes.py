@@ -90,9 +90,10 @@ def _env(order: str) -> dict:
     return {**simulator_env(order), "CHILD_CHECK_NAMES": _NAMES_FILE}
 
 
-def _run_parent(order: str, import_torchada: bool, commands: list, tmp) -> list:
+def _run_parent(order: str, import_torchada: bool, commands: list, tmp, runner=False) -> list:
     argv = [
         sys.executable,
+        *(["-m", "torchada.run", "--simulate"] if runner else []),
         os.path.join(HERE, "parent.py"),
         "--import-torchada" if import_torchada else "--plain",
         json.dumps(commands),
@@ -178,6 +179,21 @@ def test_child_process_matches_a_fresh_import(cell, matrix, reference):
             "torch_musa"
         )
         assert (theirs < ours) == (order == "musa-first"), got["entry_points"]
+
+
+def test_children_of_the_runner(reference, tmp_path):
+    # python -m torchada.run --simulate parent.py, whose children import torchada themselves
+    # (first or after torch) or not at all.
+    commands = []
+    for torchada in TORCHADA:
+        path = tmp_path / f"runner_child_{torchada}.py"
+        path.write_text(_prelude(torchada, "entry-point") + "check.report()\n")
+        commands.append([str(path)])
+    results = _run_parent("switch", False, commands, tmp_path, runner=True)
+    for res in results:
+        assert res["rc"] == 0, res["stderr"]
+        (got,) = check.parse(res["stdout"])
+        _assert_same_process(got, reference)
 
 
 # ------------------------------------------------------------------ other kinds of child process
