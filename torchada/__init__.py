@@ -12,11 +12,21 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._activation import disable, enable, is_enabled
+    from ._activation import disable, enable, is_enabled, is_patched
+    from ._fills.distributed import get_original_init_process_group
+    from ._names import (
+        cublas_to_mublas_name,
+        cuda_to_musa_name,
+        curand_to_murand_name,
+        nccl_to_mccl_name,
+    )
     from ._platform import (
         Platform,
         detect_platform,
+        get_backend,
+        get_platform,
         is_cpu_platform,
+        is_cuda_like_device,
         is_cuda_platform,
         is_gpu_device,
         is_musa_platform,
@@ -28,13 +38,22 @@ _LAZY = {
     "disable": "_activation",
     "enable": "_activation",
     "is_enabled": "_activation",
+    "is_patched": "_activation",
     "Platform": "_platform",
     "cuda_home": "_platform",
     "detect_platform": "_platform",
+    "get_backend": "_platform",
+    "get_platform": "_platform",
     "is_cpu_platform": "_platform",
+    "is_cuda_like_device": "_platform",
     "is_cuda_platform": "_platform",
     "is_gpu_device": "_platform",
     "is_musa_platform": "_platform",
+    "cuda_to_musa_name": "_names",
+    "nccl_to_mccl_name": "_names",
+    "cublas_to_mublas_name": "_names",
+    "curand_to_murand_name": "_names",
+    "get_original_init_process_group": "_fills.distributed",
 }
 
 __version__ = "0.1.0"
@@ -43,16 +62,38 @@ __all__ = [
     "CUDA_HOME",
     "Platform",
     "__version__",
+    "cublas_to_mublas_name",
     "cuda_home",
+    "cuda_to_musa_name",
+    "curand_to_murand_name",
     "detect_platform",
     "disable",
     "enable",
+    "get_backend",
+    "get_original_init_process_group",
+    "get_platform",
+    "get_version",
     "is_cpu_platform",
+    "is_cuda_like_device",
     "is_cuda_platform",
     "is_enabled",
     "is_gpu_device",
     "is_musa_platform",
+    "is_patched",
+    "nccl_to_mccl_name",
 ]
+
+
+def get_version() -> str:
+    """torchada's version.
+
+    Example::
+
+        >>> import torchada
+        >>> torchada.get_version() == torchada.__version__
+        True
+    """
+    return __version__
 
 
 def __getattr__(name: str) -> Any:

@@ -26,6 +26,8 @@ _hooks: Optional[ImportHooks] = None
 _undo: List[Callable[[], None]] = []
 _enabled = False
 _enabling = False
+_applied = False
+_deferred: List[bool] = []  # an enable() waiting for torch_musa's import to finish
 
 
 def kill_switch() -> bool:
@@ -34,7 +36,29 @@ def kill_switch() -> bool:
 
 
 def is_enabled() -> bool:
+    """Whether torchada's redirects are installed in this process (only ever on MUSA).
+
+    Example::
+
+        >>> import torchada
+        >>> torchada.is_enabled()  # on MUSA; False on CUDA and CPU machines  # doctest: +SKIP
+        True
+    """
     return _enabled
+
+
+def is_patched() -> bool:
+    """Whether torchada has been applied to this process: True once :func:`enable` has run (on
+    any platform, also where it found nothing to do), False after :func:`disable`. The published
+    torchada's name; :func:`is_enabled` says whether anything was installed.
+
+    Example::
+
+        >>> import torchada
+        >>> torchada.is_patched()
+        True
+    """
+    return _applied
 
 
 class Patcher:
@@ -68,6 +92,11 @@ class Patcher:
 
         _undo.append(restore)
 
+    def del_env(self, name: str) -> None:
+        old = os.environ.pop(name, None)
+        if old is not None:
+            _undo.append(lambda: os.environ.__setitem__(name, old))
+
     def on_undo(self, fn: Callable[[], None]) -> None:
         _undo.append(fn)
 
@@ -85,6 +114,9 @@ SUBSYSTEMS: List[str] = [
     "accelerator",
     "compile",
     "cpp_ops",
+    "op_fills",
+    "private_hooks",
+    "cuda_home",
 ]
 
 
@@ -149,7 +181,7 @@ def enable(simulate: Optional[bool] = None) -> bool:
         >>> torchada.enable()  # on MUSA; False on CUDA and CPU machines
         True
     """
-    global _enabling
+    global _enabling, _applied
     with _lock:
         if _enabled:
             return True
@@ -162,20 +194,27 @@ def enable(simulate: Optional[bool] = None) -> bool:
             return False
         _enabling = True
         try:
-            return _enable(simulate)
+            done = _enable(simulate)
         finally:
             _enabling = False
+        _applied = _applied or done or not _deferred
+        return done
 
 
 def _enable(simulate: Optional[bool]) -> bool:
     global _hooks, _enabled
-    from . import _platform, _simulator
+    from . import _platform, _simulator, _visible_devices
 
-    if simulate or (simulate is None and _simulator.requested()):
+    simulate = bool(simulate or (simulate is None and _simulator.requested()))
+    if not (simulate or _platform.is_musa_platform()):
+        return False
+    # Before torch_musa is imported: the device choice must be made before any device is used.
+    _visible_devices.sync(_patcher)
+    if simulate:
         _simulator.activate()
         _platform.detect_platform.cache_clear()
-    if not _platform.is_musa_platform():
-        return False
+        if not _platform.is_musa_platform():
+            return False
     import torch  # noqa: F401
 
     from torchada_hooks.completion import is_importing, when_imported
@@ -183,7 +222,8 @@ def _enable(simulate: Optional[bool]) -> bool:
     if is_importing("torch_musa"):
         # torch_musa's own first line imported torch, whose entry points brought us here: finish
         # once torch_musa has finished.
-        when_imported("torch_musa", enable)
+        _deferred.append(True)
+        when_imported("torch_musa", _finish_deferred)
         return False
     import torch_musa
 
@@ -237,10 +277,16 @@ def _enable(simulate: Optional[bool]) -> bool:
     return True
 
 
+def _finish_deferred() -> None:
+    _deferred.clear()
+    enable()
+
+
 def disable() -> None:
     """Undo everything :func:`enable` did: modules, attributes and environment."""
-    global _hooks, _enabled
+    global _hooks, _enabled, _applied
     with _lock:
+        _applied = False
         while _undo:
             _undo.pop()()
         _hooks = None

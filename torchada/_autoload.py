@@ -22,7 +22,9 @@ def autoload() -> None:
         return
     from torchada import _activation, _simulator
 
-    if simulate and not _simulator.is_active() and _simulator.real_torch_musa_spec() is None:
-        _simulator.activate()
     if active:
+        # enable() brings the simulator in itself when asked, after it has chosen the visible
+        # devices (a worker's own CUDA_VISIBLE_DEVICES must be read before torch_musa is).
         _activation.enable()
+    elif not _simulator.is_active() and _simulator.real_torch_musa_spec() is None:
+        _simulator.activate()

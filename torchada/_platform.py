@@ -80,6 +80,49 @@ def is_gpu_device(device: Any) -> bool:
     return dev_type in ("cuda", "musa")
 
 
+def get_platform() -> Platform:
+    """The platform this process runs on (the published torchada's name for
+    :func:`detect_platform`).
+
+    Example::
+
+        >>> import torchada
+        >>> torchada.get_platform() in (torchada.Platform.MUSA, torchada.Platform.CUDA,
+        ...                             torchada.Platform.CPU)
+        True
+    """
+    return detect_platform()
+
+
+def get_backend() -> Any:
+    """The device module of this platform: ``torch.musa`` on MUSA, ``torch.cuda`` on CUDA.
+
+    Raises RuntimeError on a CPU-only platform, where there is no GPU module to return.
+
+    Example::
+
+        >>> import torchada
+        >>> torchada.get_backend()  # on MUSA  # doctest: +SKIP
+        <module 'torch_musa' ...>
+    """
+    platform = detect_platform()
+    if platform is Platform.CPU:
+        raise RuntimeError(
+            "No GPU platform available: torchada.get_backend() needs torch_musa (MUSA) or a CUDA "
+            "build of torch; check torchada.get_platform() first"
+        )
+    import torch
+
+    if platform is Platform.MUSA:
+        import torch_musa  # noqa: F401  (torch.musa exists once torch_musa is imported)
+
+        return torch.musa
+    return torch.cuda
+
+
+is_cuda_like_device = is_gpu_device
+
+
 def cuda_home() -> Optional[str]:
     """CUDA_HOME as CUDA-written build scripts expect it: MUSA_HOME on MUSA, torch's on CUDA."""
     if is_musa_platform():

@@ -191,3 +191,15 @@ def cudart() -> _CudartView:
     if _cudart_view is None:
         _cudart_view = _CudartView(_musa().musart())
     return _cudart_view
+
+
+def _is_compiled() -> bool:
+    # Libraries ask "was torch built with GPU support?" before touching torch.cuda; with torchada
+    # on, torch runs with its MUSA backend.
+    return True
+
+
+def _device_count_nvml() -> int:
+    # torch.cuda asks NVML for the count without initialising the device; MUSA has no NVML, and
+    # torch_musa's count does not initialise the device either.
+    return int(_musa().device_count())

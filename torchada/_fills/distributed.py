@@ -137,3 +137,19 @@ def install(patcher: Any) -> None:
             mapping["cuda"] = old
 
     patcher.on_undo(restore)
+
+
+def get_original_init_process_group() -> Any:
+    """torch's own ``torch.distributed.init_process_group``, as it was before torchada: the
+    published torchada's helper for code that must bypass the backend translation. None where
+    torchada is not on (nothing was replaced there).
+
+    Example::
+
+        >>> import torchada
+        >>> torchada.get_original_init_process_group()  # on MUSA  # doctest: +SKIP
+        <function init_process_group at 0x...>
+    """
+    from .._activation import is_enabled
+
+    return _init_process_group if is_enabled() else None
