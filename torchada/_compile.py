@@ -77,8 +77,9 @@ def _patch_codecache(codecache: Any) -> None:
 
 
 def _simulated() -> bool:
-    musa = getattr(torch, "musa", None)
-    return bool(getattr(musa, "_torchada_simulated", False))
+    from . import _simulator
+
+    return _simulator.is_simulated(getattr(torch, "musa", None))
 
 
 def _simulator_device_interface() -> type:

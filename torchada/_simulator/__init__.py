@@ -21,6 +21,11 @@ SITE = str(Path(__file__).resolve().parent / "site")
 ENV_SWITCH = "TORCHADA_SIMULATE"
 
 
+def omitted_path() -> str:
+    """The data file listing what the simulator leaves out of real torch_musa's surface."""
+    return str(Path(__file__).resolve().parent / "omitted.json")
+
+
 def requested(environ: "dict | None" = None) -> bool:
     from .._env import flag
 

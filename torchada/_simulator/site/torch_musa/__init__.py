@@ -18,21 +18,23 @@ def _autoload():
     pass
 
 
+import importlib  # noqa: E402
+
 import torch  # noqa: E402
 
-from torchada._simulator.boards import TORCH_MUSA_VERSION  # noqa: E402
-from torchada._simulator.config import read_config  # noqa: E402
-
-_torchada_simulated = True
+# The simulator's own helpers live outside the torch_musa namespace, which holds only the names
+# real torch_musa has.
+_boards = importlib.import_module("torchada._simulator.boards")
+_state = importlib.import_module("torchada._simulator.state")
 
 # torch_musa refuses a torch older than its own version. It also warns when torch is not exactly
 # 2.7.1; the simulator runs on newer torch on purpose, so that warning is left out.
 if tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:3]) < tuple(
-    int(p) for p in TORCH_MUSA_VERSION.split(".")
+    int(p) for p in _boards.TORCH_MUSA_VERSION.split(".")
 ):
     raise RuntimeError(
-        f"torch_musa {TORCH_MUSA_VERSION} requires torch >= {TORCH_MUSA_VERSION}, "
-        f"found {torch.__version__}"
+        f"torch_musa {_boards.TORCH_MUSA_VERSION} requires torch >= "
+        f"{_boards.TORCH_MUSA_VERSION}, found {torch.__version__}"
     )
 
 torch.utils.rename_privateuse1_backend("musa")
@@ -42,10 +44,8 @@ torch.utils.rename_privateuse1_backend("musa")
 # ("terminate called without an active exception"). A short pause at exit lets them finish.
 atexit.register(time.sleep, 0.05)
 
-_sim_config = read_config()
-from . import _native  # noqa: E402
-
-_MUSAC = _native.load(_sim_config)
+_state.config = importlib.import_module("torchada._simulator.config").read_config()
+_MUSAC = importlib.import_module("torchada._simulator.musac").load(_state.config)
 
 torch.__setattr__("musa", sys.modules[__name__])
 # torch's device lazy-init imports "torch.<backend>" by name, so the module must be findable there.
@@ -55,18 +55,17 @@ from .version import __version__  # noqa: E402,F401
 
 torch._C._profiler.ProfilerActivity.MUSA = torch._C._profiler.ProfilerActivity.PrivateUse1
 
-_spec = _sim_config.spec
-_sim_device_properties = [
+_state.device_properties = [
     _MUSAC._MusaDeviceProperties(
-        _spec["name"],
-        _spec["capability"][0],
-        _spec["capability"][1],
-        _spec["total_memory"],
-        _spec["sm_count"],
+        _state.config.spec["name"],
+        _state.config.spec["capability"][0],
+        _state.config.spec["capability"][1],
+        _state.config.spec["total_memory"],
+        _state.config.spec["sm_count"],
     )
-    for _ in range(_sim_config.device_count)
+    for _ in range(_state.config.device_count)
 ]
-_sim_arch_flags = "%d%d" % _spec["capability"]
+_state.arch_flags = "%d%d" % _state.config.spec["capability"]
 
 from .core._lazy_init import (  # noqa: E402,F401
     _initialized,
@@ -75,50 +74,43 @@ from .core._lazy_init import (  # noqa: E402,F401
     _lazy_init,
     is_initialized,
 )
+from .core.device import Device as device  # noqa: E402,F401
+from .core.device import DeviceOf as device_of  # noqa: E402,F401
 from .core.device import (  # noqa: E402,F401
-    Device,
-    DeviceOf,
     _DeviceGuard,
     _exchange_device,
     _maybe_exchange_device,
-    _MusaDeviceProperties,
-    _sleep,
     can_device_access_peer,
-    current_blas_handle,
-    current_blaslt_handle,
     current_device,
-    device,
     device_count,
-    device_of,
-    get_amp_supported_dtype,
     get_arch_list,
     get_device_capability,
     get_device_name,
     get_device_properties,
-    ipc_collect,
     is_available,
     is_bf16_supported,
     is_tf32_supported,
+    register_musa_hook,  # noqa: E402
     set_device,
     synchronize,
 )
 
-
-def register_musa_hook():
-    # The hooks interface is registered by the C module when it is configured.
-    return None
-
-
 register_musa_hook()
-
-from .core import amp, memory  # noqa: E402,F401
-from .core.amp.common import amp_definitely_not_available  # noqa: E402,F401
+from .core import (  # noqa: E402,F401
+    amp,
+    current_blas_handle,
+    current_blaslt_handle,
+    memory,
+)
+from .core.amp.common import (  # noqa: E402,F401
+    amp_definitely_not_available,
+    get_amp_supported_dtype,
+)
 from .core.memory import *  # noqa: E402,F401,F403
 from .core.memory import (  # noqa: E402,F401
     _dump_snapshot,
     _record_memory_history,
     _set_allocator_settings,
-    _snapshot,
 )
 from .core.random import *  # noqa: E402,F401,F403
 from .core.random import fork_rng  # noqa: E402
@@ -136,28 +128,21 @@ from .core.stream import (  # noqa: E402,F401
 
 torch.random.fork_rng = fork_rng
 
-from .core import mudnn as _mudnn  # noqa: E402
-
-torch.backends.mudnn = _mudnn
+torch.backends.mudnn = importlib.import_module(".core.mudnn", __name__)
 
 torch.version.musa = _MUSAC._musa_version
 
+from torchada._simulator.legacy_types import *  # noqa: E402,F401,F403
+
 from .core import mccl  # noqa: E402,F401
-from .core.legacy_types import *  # noqa: E402,F401,F403
 
 _tensor_classes = {
     globals()[f"{p}Tensor"]
     for p in ("Double", "Float", "Long", "Int", "Short", "Char", "Byte", "Half", "Bool", "BFloat16")
 }
-from .core.tensor_attrs import (  # noqa: E402
-    set_module_attributes,
-    set_storage_attributes,
-    set_tensor_attributes,
-)
-
-
-def set_torch_attributes():
-    set_tensor_attributes()
+from .core.module_attrs import set_module_attributes  # noqa: E402
+from .core.storage import set_storage_attributes  # noqa: E402
+from .core.tensor_attrs import set_torch_attributes  # noqa: E402
 
 
 def set_profiler_attributes():
@@ -202,18 +187,20 @@ def musart():
     return _MUSAC._musart
 
 
-def _musa_lazy_init_overwrite():
+def overwrite_cuda_api():
+    # torch_musa points torch.cuda's lazy-init hooks at its own.
     torch.cuda._lazy_init = _lazy_init
     torch.cuda._lazy_call = _lazy_call
 
 
-def overwrite_cuda_api():
-    # torch_musa points torch.cuda's lazy-init hooks at its own.
-    _musa_lazy_init_overwrite()
-
-
 overwrite_cuda_api()
 
-from . import distributed as _distributed  # noqa: E402,F401
-from . import utils  # noqa: E402,F401
+
+def ipc_collect():
+    _lazy_init()
+
+
+from . import distributed, utils  # noqa: E402,F401
 from .utils import BuildExtension, MUSAExtension, musa_extension  # noqa: E402,F401
+
+del _boards, _state

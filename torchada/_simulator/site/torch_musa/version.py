@@ -1,4 +1,6 @@
-from torchada._simulator.boards import TORCH_MUSA_GIT, TORCH_MUSA_VERSION
+import importlib
 
-__version__ = f"{TORCH_MUSA_VERSION}+{TORCH_MUSA_GIT}"
-git_version = TORCH_MUSA_GIT * 6 + TORCH_MUSA_GIT[:5]
+_boards = importlib.import_module("torchada._simulator.boards")
+__version__ = f"{_boards.TORCH_MUSA_VERSION}+{_boards.TORCH_MUSA_GIT}"
+git_version = _boards.TORCH_MUSA_GIT * 6 + _boards.TORCH_MUSA_GIT[:5]
+del _boards, importlib

@@ -5,7 +5,7 @@ import functools
 import torch
 
 import torch_musa
-from torch_musa._MUSAC import _MusaDeviceProperties
+from torch_musa._MUSAC import _MusaDeviceProperties  # noqa: F401  (as in torch_musa)
 
 from ._lazy_init import _lazy_init
 from ._utils import _get_musa_device_index
@@ -24,16 +24,10 @@ class Device:
         return False
 
 
-device = Device
-
-
 class DeviceOf(Device):
     def __init__(self, obj):
         idx = obj.get_device() if obj.device.type == "musa" else -1
         super().__init__(idx)
-
-
-device_of = DeviceOf
 
 
 def _exchange_device(idx):
@@ -89,7 +83,9 @@ def synchronize(device=None):
 
 
 def _get_device_properties(idx):
-    return torch_musa._sim_device_properties[idx]
+    from torchada._simulator.state import device_properties
+
+    return device_properties[idx]
 
 
 def get_device_properties(device):
@@ -123,7 +119,9 @@ def can_device_access_peer(device, peer_device):
 def get_arch_list():
     if not is_available():
         return []
-    return torch_musa._sim_arch_flags.split()
+    from torchada._simulator.state import arch_flags
+
+    return arch_flags.split()
 
 
 def is_bf16_supported(including_emulation=True):
@@ -144,28 +142,10 @@ def is_tf32_supported():
     return is_bf16_supported(including_emulation=False)
 
 
-def ipc_collect():
-    _lazy_init()
-
-
 def _sleep(cycles):
     _lazy_init()
 
 
-def get_amp_supported_dtype():
-    if is_bf16_supported():
-        return [torch.float16, torch.bfloat16]
-    return [torch.float16]
-
-
-def current_blas_handle():
-    _lazy_init()
-    return 0x6D75626C  # an opaque, stable non-zero handle, as mublasHandle_t would be
-
-
-def current_blaslt_handle():
-    _lazy_init()
-    return 0x6D756C74
-
-
-_MusaDeviceProperties = _MusaDeviceProperties
+def register_musa_hook():
+    # The hooks interface is registered by the C module when it is configured.
+    return None

@@ -5,14 +5,15 @@ import types
 from contextlib import contextmanager
 
 import torch_musa
-from torch_musa.core.boards_info import MUDNN_VERSION
 
 
 def version():
+    from torchada._simulator.boards import MUDNN_VERSION
+
     return int(MUDNN_VERSION)
 
 
-def set_flags(_allow_tf32=None):
+def set_flags(_allow_tf32):
     orig = (torch_musa._MUSAC._get_allow_tf32(),)
     if _allow_tf32 is not None:
         torch_musa._MUSAC._set_allow_tf32(_allow_tf32)

@@ -1,6 +1,7 @@
-"""Distributed support of the simulator: the mccl backend (see distributed/mccl_backend)."""
+"""torch_musa.distributed: registers the mccl backend (the simulator's lives in
+torchada._simulator.mccl_backend, outside the torch_musa namespace)."""
 
-try:
-    from . import mccl_backend as _mccl_backend  # noqa: F401
-except ImportError:  # pragma: no cover - the backend module is optional while being built
-    pass
+import importlib
+
+importlib.import_module("torchada._simulator.mccl_backend")
+del importlib

@@ -16,8 +16,8 @@ import threading
 import weakref
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
+import torch.utils._python_dispatch
+import torch.utils._pytree
 
 import torch_musa
 from torch_musa._MUSAC import _MUSAGraph
@@ -45,14 +45,14 @@ def graph_pool_handle():
 
 
 def _tensors(value):
-    return [t for t in tree_flatten(value)[0] if isinstance(t, torch.Tensor)]
+    return [t for t in torch.utils._pytree.tree_flatten(value)[0] if isinstance(t, torch.Tensor)]
 
 
 def _storage_key(t):
     return t.untyped_storage().data_ptr()
 
 
-class _Recorder(TorchDispatchMode):
+class _Recorder(torch.utils._python_dispatch.TorchDispatchMode):
     def __init__(self, ops):
         super().__init__()
         self.ops = ops
@@ -137,7 +137,9 @@ class MUSAGraph(_MUSAGraph):
         with torch.no_grad():
             for func, args, kwargs, out in self._ops:
                 new = func(*args, **kwargs)
-                for old_t, new_t in zip(tree_flatten(out)[0], tree_flatten(new)[0]):
+                flat_old = torch.utils._pytree.tree_flatten(out)[0]
+                flat_new = torch.utils._pytree.tree_flatten(new)[0]
+                for old_t, new_t in zip(flat_old, flat_new):
                     if isinstance(old_t, torch.Tensor) and old_t is not new_t:
                         old_t.copy_(new_t)
 

@@ -20,6 +20,7 @@ In C++, a musa tensor is a ``c10::DeviceType::PrivateUse1`` tensor, as it is wit
 
 from __future__ import annotations
 
+import collections.abc
 import copy
 import functools
 import inspect
@@ -29,15 +30,14 @@ import re
 import shutil
 import sys
 import warnings
-from collections.abc import Sequence
 
 import setuptools
 import torch
 from torch.utils import cpp_extension as _cpp
 
-logger = logging.getLogger("torchada")
+_logger = logging.getLogger("torchada")
 
-MUSA_SOURCE_SUFFIXES = (".mu", ".muh")
+_MUSA_SOURCE_SUFFIXES = (".mu", ".muh")
 # CUDA sources are not MUSA sources to torch_musa: they must be ported (renamed) first.
 _CUDA_SOURCE_SUFFIXES = (".cu", ".cuh")
 _SUPPORTED_ARCHS = ("10", "21", "22", "31", "32")
@@ -87,8 +87,8 @@ def _no_mcc_error(what: str, where: str) -> _NoMusaCompilerError:
     )
 
 
-def _refuse_device_sources(sources: Sequence[str], where: str) -> None:
-    musa = [str(s) for s in sources if os.path.splitext(str(s))[1] in MUSA_SOURCE_SUFFIXES]
+def _refuse_device_sources(sources: collections.abc.Sequence[str], where: str) -> None:
+    musa = [str(s) for s in sources if os.path.splitext(str(s))[1] in _MUSA_SOURCE_SUFFIXES]
     if musa:
         raise _no_mcc_error(", ".join(musa), where)
     cuda = [str(s) for s in sources if os.path.splitext(str(s))[1] in _CUDA_SOURCE_SUFFIXES]
@@ -117,7 +117,7 @@ def _parse_arch_list(value: str) -> list[str]:
     return archs
 
 
-def _offload_archs(cflags: Sequence[str]) -> list[str]:
+def _offload_archs(cflags: collections.abc.Sequence[str]) -> list[str]:
     """The archs of ``--offload-arch=mp_XX`` (or ``--offload-arch mp_XX``) flags, validated."""
     found: list[str] = []
     flags = list(cflags)
@@ -150,7 +150,7 @@ def _visible_device_archs() -> list[str]:
     return archs
 
 
-def _get_musa_arch_flags(cflags: Sequence[str] | None = None) -> list[str]:
+def _get_musa_arch_flags(cflags: collections.abc.Sequence[str] | None = None) -> list[str]:
     """The ``--offload-arch`` flags mcc would get; ``[]`` when ``cflags`` already choose."""
     if cflags and _offload_archs(cflags):
         return []
@@ -168,7 +168,9 @@ def _get_musa_arch_flags(cflags: Sequence[str] | None = None) -> list[str]:
     return [f"--offload-arch=mp_{arch}" for arch in archs]
 
 
-def _check_musa_cflags(cflags: Sequence[str] | None, with_musa: bool | None = None) -> None:
+def _check_musa_cflags(
+    cflags: collections.abc.Sequence[str] | None, with_musa: bool | None = None
+) -> None:
     # MUSA flags are never used (no device code gets compiled), but a bad arch is an error the
     # caller would hit on hardware, so it is reported here too. Host-only builds that pass no MUSA
     # flags are left alone, as torch_musa leaves them.
@@ -176,7 +178,7 @@ def _check_musa_cflags(cflags: Sequence[str] | None, with_musa: bool | None = No
         # As for mcc: arch flags given in cflags take the place of TORCH_MUSA_ARCH_LIST.
         if not _offload_archs(cflags or []) and os.environ.get("TORCH_MUSA_ARCH_LIST", "").strip():
             _parse_arch_list(os.environ["TORCH_MUSA_ARCH_LIST"])
-        logger.debug("MUSA compiler flags %s unused: the simulator builds host code only", cflags)
+        _logger.debug("MUSA compiler flags %s unused: the simulator builds host code only", cflags)
 
 
 @functools.cache
@@ -196,19 +198,19 @@ def _append_std_if_missing(cflags: list[str]) -> None:
         cflags.append(f"-std={_cxx_std()}")
 
 
-def _existing(paths: Sequence[str]) -> list[str]:
+def _existing(paths: collections.abc.Sequence[str]) -> list[str]:
     found = []
     for path in paths:
         if os.path.isdir(path):
             found.append(path)
         else:
-            logger.debug("skipping missing directory %s", path)
+            _logger.debug("skipping missing directory %s", path)
     return found
 
 
 # torch_musa's C++ headers as far as the simulator implements them (streams, guards, checks, the
 # runtime API subset), shipped as data beside this package.
-TORCH_MUSA_INCLUDE_DIR = os.path.join(
+_TORCH_MUSA_INCLUDE_DIR = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "share", "include"
 )
 
@@ -220,7 +222,7 @@ def include_paths(musa: bool = False) -> list[str]:
     MUSA toolkit directories are listed only when they exist (the simulator needs none of them).
     """
     paths = list(_cpp.include_paths())
-    paths.append(TORCH_MUSA_INCLUDE_DIR)
+    paths.append(_TORCH_MUSA_INCLUDE_DIR)
     if musa:
         extra = []
         if MUSA_HOME:
@@ -251,7 +253,7 @@ def _check_compile_args(args: dict, name: str) -> None:
     unknown = sorted(set(args) - set(_COMPILE_ARG_KEYS))
     if unknown:
         # Only cxx flags reach a compiler here; an nvcc key usually means an unported setup.py.
-        logger.warning(
+        _logger.warning(
             "extension %s: extra_compile_args keys %s are ignored; torch_musa uses %s",
             name,
             unknown,
@@ -259,7 +261,9 @@ def _check_compile_args(args: dict, name: str) -> None:
         )
 
 
-def MUSAExtension(name: str, sources: Sequence[str], *args, **kwargs) -> setuptools.Extension:
+def MUSAExtension(
+    name: str, sources: collections.abc.Sequence[str], *args, **kwargs
+) -> setuptools.Extension:
     """A :class:`setuptools.Extension` for a torch_musa extension, built by :class:`BuildExtension`.
 
     Adds torch's (and any existing MUSA toolkit) include and library directories, rpaths for them,
@@ -344,7 +348,7 @@ def _get_build_directory(name: str, verbose: bool) -> str:
     folder = f"py{sys.version_info.major}{sys.version_info.minor}_mu{musa_version}"
     build_directory = os.path.join(root, folder, name)
     if verbose:
-        logger.info("Using %s as the torch_musa extensions build directory", build_directory)
+        _logger.info("Using %s as the torch_musa extensions build directory", build_directory)
     os.makedirs(build_directory, exist_ok=True)
     return build_directory
 
@@ -352,8 +356,10 @@ def _get_build_directory(name: str, verbose: bool) -> str:
 def _musa_dirs_for(with_musa: bool | None) -> tuple[list[str], list[str]]:
     if not with_musa:
         return [], []
-    logger.info("with_musa=True: no MUSA toolkit is simulated; building and linking host code only")
-    torch_includes = {*_cpp.include_paths(), TORCH_MUSA_INCLUDE_DIR}
+    _logger.info(
+        "with_musa=True: no MUSA toolkit is simulated; building and linking host code only"
+    )
+    torch_includes = {*_cpp.include_paths(), _TORCH_MUSA_INCLUDE_DIR}
     torch_libs = set(_cpp.library_paths())
     includes = [p for p in include_paths(musa=True) if p not in torch_includes]
     ldflags = [f"-L{p}" for p in library_paths(musa=True) if p not in torch_libs]
@@ -362,7 +368,7 @@ def _musa_dirs_for(with_musa: bool | None) -> tuple[list[str], list[str]]:
 
 def load(
     name: str,
-    sources: str | Sequence[str],
+    sources: str | collections.abc.Sequence[str],
     extra_cflags: list[str] | None = None,
     extra_musa_cflags: list[str] | None = None,
     extra_sycl_cflags: list[str] | None = None,
@@ -413,18 +419,31 @@ def load(
     )
 
 
+def _refuse_sycl(sources, cflags, with_sycl, where: str) -> None:
+    # torch_musa compiles SYCL sources with a SYCL compiler; none is simulated.
+    if isinstance(sources, str):
+        sources = [sources]
+    if with_sycl or cflags or (sources and any(str(s).strip() for s in sources)):
+        raise RuntimeError(
+            f"{where}: SYCL sources need a SYCL compiler, which this machine does not have"
+        )
+
+
 def load_inline(
     name: str,
-    cpp_sources: str | Sequence[str],
-    musa_sources: str | Sequence[str] | None = None,
-    functions: str | Sequence[str] | dict | None = None,
+    cpp_sources: str | collections.abc.Sequence[str],
+    musa_sources: str | collections.abc.Sequence[str] | None = None,
+    sycl_sources: str | collections.abc.Sequence[str] | None = None,
+    functions: str | collections.abc.Sequence[str] | dict | None = None,
     extra_cflags: list[str] | None = None,
     extra_musa_cflags: list[str] | None = None,
+    extra_sycl_cflags: list[str] | None = None,
     extra_ldflags: list[str] | None = None,
     extra_include_paths: list[str] | None = None,
     build_directory: str | None = None,
     verbose: bool = False,
     with_musa: bool | None = None,
+    with_sycl: bool | None = None,
     is_python_module: bool = True,
     with_pytorch_error_handling: bool = True,
     keep_intermediates: bool = True,
@@ -439,6 +458,7 @@ def load_inline(
         musa_sources = [musa_sources]
     if musa_sources and any(str(s).strip() for s in musa_sources):
         raise _no_mcc_error("musa_sources (would be musa.mu)", f"load_inline(name={name!r})")
+    _refuse_sycl(sycl_sources, extra_sycl_cflags, with_sycl, f"load_inline(name={name!r})")
     _check_musa_cflags(extra_musa_cflags, with_musa)
     musa_includes, musa_ldflags = _musa_dirs_for(with_musa)
     if build_directory is None:
@@ -463,3 +483,7 @@ def load_inline(
         keep_intermediates=keep_intermediates,
         use_pch=use_pch,
     )
+
+
+# Only what torch_musa itself binds stays in the namespace.
+del annotations  # noqa: F821

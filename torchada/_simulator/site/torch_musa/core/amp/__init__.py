@@ -1,9 +1,7 @@
 """torch.musa.amp (torch_musa/core/amp)."""
 
-from .autocast_mode import autocast, custom_bwd, custom_fwd
-from .common import _hook_autocast_common, amp_definitely_not_available  # noqa: F401
-from .grad_scaler import GradScaler
-
-__all__ = ["autocast", "custom_bwd", "custom_fwd", "GradScaler"]
+from .autocast_mode import autocast, custom_bwd, custom_fwd  # noqa: F401
+from .common import _hook_autocast_common
+from .grad_scaler import GradScaler  # noqa: F401
 
 _hook_autocast_common()

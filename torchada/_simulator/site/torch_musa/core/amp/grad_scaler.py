@@ -2,7 +2,7 @@ import warnings
 
 import torch
 
-import torch_musa
+from .common import amp_definitely_not_available  # noqa: F401
 
 
 class GradScaler(torch.amp.GradScaler):
@@ -14,7 +14,7 @@ class GradScaler(torch.amp.GradScaler):
         growth_interval=2000,
         enabled=True,
     ):
-        if enabled and not torch_musa.is_available():
+        if enabled and not torch.musa.is_available():
             warnings.warn(
                 "torch.musa.amp.GradScaler is enabled, but MUSA is not available. Disabling.",
                 stacklevel=2,
