@@ -1,7 +1,8 @@
 """Legacy tensor and storage types (torch.musa.FloatTensor, torch.musa.FloatStorage, ...).
 
 torch_musa creates them in C; here the storages follow torch's own legacy-storage classes (the
-device comes from the class's module name, hence ``__module__ = "torch.musa"``) and the tensor
+device comes from the last component of the class's module name, ``torch_musa.core.musa``, where
+torch_musa keeps them) and the tensor
 types check device and dtype like the C types do. There are no complex storages, as in torch_musa.
 """
 
@@ -72,7 +73,8 @@ def _make():
             f"{prefix}Storage",
             (_MusaLegacyStorage,),
             {
-                "__module__": "torch.musa",
+                # torch derives a legacy storage's device from its module's last component.
+                "__module__": "torch_musa.core.musa",
                 "_dtype": _classproperty(lambda c, d=dtype: d),
                 "dtype": _classproperty(lambda c, d=dtype: d),
             },
@@ -80,7 +82,7 @@ def _make():
         tensor = type(
             f"{prefix}Tensor",
             (_MusaLegacyTensor,),
-            {"__module__": "torch.musa", "dtype": dtype, "is_musa": True, "is_sparse": False},
+            {"__module__": "torch_musa", "dtype": dtype, "is_musa": True, "is_sparse": False},
         )
         out[storage.__name__] = storage
         out[tensor.__name__] = tensor

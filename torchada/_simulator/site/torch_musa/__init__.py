@@ -134,6 +134,8 @@ torch.version.musa = _MUSAC._musa_version
 
 from torchada._simulator.legacy_types import *  # noqa: E402,F401,F403
 
+importlib.import_module(".core.musa", __name__)  # the storage classes' module, as in torch_musa
+
 from .core import mccl  # noqa: E402,F401
 
 _tensor_classes = {
@@ -173,7 +175,8 @@ OutOfMemoryError = torch._C.OutOfMemoryError
 
 class MusaError(RuntimeError):
     def __init__(self, code):
-        msg = _MUSAC._musart.musaGetErrorString(_MUSAC._musart.musaError(code))
+        # Any code is accepted, known to libmusart or not.
+        msg = _MUSAC._musart.musaGetErrorString(code)
         super().__init__(f"{msg} ({code})")
 
 

@@ -75,6 +75,9 @@ def _lazy_init():
             )
         torch_musa._MUSAC._musa_init()
         count = torch_musa._MUSAC._musa_getDeviceCount()
+        if count == 0:
+            # torch_musa's C initialisation refuses a machine with no visible device.
+            raise RuntimeError("No MUSA GPUs are available")
         # As in torch_musa, these names appear on the module only after initialisation.
         torch_musa.default_generators = tuple(
             torch_musa._MUSAC._musa_default_generator(i) for i in range(count)

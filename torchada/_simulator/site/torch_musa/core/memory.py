@@ -6,6 +6,9 @@ The simulator has no caching allocator: reserved == allocated, and empty_cache f
 import collections
 import contextlib
 import ctypes
+import types
+
+import torch
 
 import torch_musa
 
@@ -157,20 +160,31 @@ def memory_snapshot():
     return []
 
 
+# torch's own, taken while torch.cuda is still torch's (torch_musa loads before any adapter).
+_torch_memory_summary = torch.cuda.memory.memory_summary
+
+
 def memory_summary(device=None, abbreviated=False):
+    # torch_musa prints torch's CUDA table with MUSA wording: render it with torch's own
+    # formatter, fed with this device's statistics.
     device = _device(device)
     stats = memory_stats(device=device)
-    lines = [
-        "=" * 75,
-        f" PyTorch MUSA memory summary, device ID {device:<29d} ",
-        "-" * 75,
-    ]
-    for kind in _STAT_KINDS:
-        cur = stats.get(f"{kind}.all.current", 0)
-        peak = stats.get(f"{kind}.all.peak", 0)
-        lines.append(f" {kind:<24} current {cur:>14d} B   peak {peak:>14d} B")
-    lines.append("=" * 75)
-    return "\n".join(lines) + "\n"
+    render = _torch_memory_summary
+    with_stats = types.FunctionType(
+        render.__code__,
+        {**render.__globals__, "memory_stats": lambda device=None: stats},
+        render.__name__,
+        render.__defaults__,
+        render.__closure__,
+    )
+    text = with_stats(device=device, abbreviated=abbreviated)
+    for cuda, musa in (
+        ("PyTorch CUDA memory summary", "Torch MUSA memory summary"),
+        ("CUDA OOMs", "MUSA OOMs"),
+        ("cudaMalloc retries", "musaMalloc retries"),
+    ):
+        text = text.replace(cuda, musa)
+    return text
 
 
 def mem_get_info(device=None):

@@ -13,12 +13,25 @@ from ._utils import _get_musa_device_index
 
 class Stream(_MusaStreamBase):
     def __new__(cls, device=None, priority=0, **kwargs):
-        if kwargs.get("stream_ptr") is not None and priority != 0:
-            raise RuntimeError("priority must be 0 when stream_ptr is given")
-        if "stream_id" in kwargs:
-            return super().__new__(cls, **kwargs)
+        # The keywords torch_musa's C constructor parses, with its checks and its choice: a
+        # packed (stream_id, device_index, device_type), an external stream_ptr on the current
+        # device, or a new stream from the pool.
+        for key in kwargs:
+            if key not in ("stream_id", "device_index", "device_type", "stream_ptr"):
+                raise TypeError(f"'{key}' is an invalid keyword argument for this function")
+        stream_ptr = int(kwargs.get("stream_ptr") or 0)
+        if stream_ptr and priority != 0:
+            raise RuntimeError("Priority was explicitly set for a external stream")
+        if kwargs.get("stream_id") or kwargs.get("device_index") or kwargs.get("device_type"):
+            packed = {k: kwargs.get(k, 0) for k in ("stream_id", "device_index", "device_type")}
+            return super().__new__(cls, **packed)
         _lazy_init()
-        idx = _get_musa_device_index(device, optional=True)
+        with torch_musa.device(device):
+            idx = torch_musa.current_device()
+        if stream_ptr:
+            return super().__new__(
+                cls, stream_id=stream_ptr, device_index=idx, device_type=_MUSA_TYPE
+            )
         return super().__new__(cls, device=torch.device("musa", idx), priority=priority)
 
     def __init__(self, device=None, priority=0, **kwargs):
@@ -90,6 +103,11 @@ class Event(_MusaEventBase):
 
     def __init__(self, enable_timing=False, blocking=False, interprocess=False):
         self._recorded = False
+
+    @property
+    def device(self):
+        # torch_musa's event has no device until it is recorded.
+        return super().device if self._recorded else None
 
     @classmethod
     def from_ipc_handle(cls, device, handle):

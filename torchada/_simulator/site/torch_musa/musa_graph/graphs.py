@@ -171,8 +171,7 @@ class MUSAGraph(_MUSAGraph):
 
     @classmethod
     def get_latest_instance(cls):
-        live = list(cls._instances)
-        return live[-1] if live else None
+        return list(cls._instances)
 
 
 def update_musa_graph_with_profile():
