@@ -22,9 +22,70 @@ def test_add_cpu(benchmark, tensors):
 
 @pytest.mark.benchmark(group="sim: 16x16 add, musa vs cpu")
 def test_add_musa(benchmark, tensors):
-    mark(benchmark, "candidate")
+    mark(benchmark, "candidate", target=2.0)
     a, b = tensors[1]
     benchmark(torch.add, a, b)
+
+
+@pytest.fixture(scope="module")
+def large(musa_sim):
+    cpu = {
+        "add": (torch.randn(4 << 20), torch.randn(4 << 20)),
+        "mm": (torch.randn(512, 512), torch.randn(512, 512)),
+    }
+    return cpu, {k: tuple(t.to("musa") for t in v) for k, v in cpu.items()}
+
+
+@pytest.mark.benchmark(group="sim: 4M-element add, musa vs cpu")
+def test_large_add_cpu(benchmark, large):
+    mark(benchmark, "baseline")
+    benchmark(torch.add, *large[0]["add"])
+
+
+@pytest.mark.benchmark(group="sim: 4M-element add, musa vs cpu")
+def test_large_add_musa(benchmark, large):
+    mark(benchmark, "candidate", target=1.2)
+    benchmark(torch.add, *large[1]["add"])
+
+
+@pytest.mark.benchmark(group="sim: 512x512 matmul, musa vs cpu")
+def test_matmul_cpu(benchmark, large):
+    mark(benchmark, "baseline")
+    benchmark(torch.mm, *large[0]["mm"])
+
+
+@pytest.mark.benchmark(group="sim: 512x512 matmul, musa vs cpu")
+def test_matmul_musa(benchmark, large):
+    mark(benchmark, "candidate", target=1.2)
+    benchmark(torch.mm, *large[1]["mm"])
+
+
+def _training_step(device: str):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)
+    ).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x, y = torch.randn(32, 64, device=device), torch.randint(0, 10, (32,), device=device)
+
+    def step():
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    return step
+
+
+@pytest.mark.benchmark(group="sim: tiny model training step, musa vs cpu")
+def test_training_step_cpu(benchmark, musa_sim):
+    mark(benchmark, "baseline")
+    benchmark(_training_step("cpu"))
+
+
+@pytest.mark.benchmark(group="sim: tiny model training step, musa vs cpu")
+def test_training_step_musa(benchmark, musa_sim):
+    mark(benchmark, "candidate", target=1.2)
+    benchmark(_training_step("musa"))
 
 
 @pytest.mark.benchmark(group="sim: empty(8), musa vs cpu")

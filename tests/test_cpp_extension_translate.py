@@ -13,6 +13,13 @@ from pathlib import Path
 
 import pytest
 
+
+def _sim_headers(me) -> str:
+    # The simulated toolkit's headers ship with the simulated torch_musa package.
+    package = os.path.dirname(os.path.dirname(os.path.abspath(me.__file__)))
+    return os.path.join(package, "share", "include")
+
+
 SRC = Path(__file__).resolve().parent / "cpp_extension_src"
 
 
@@ -232,7 +239,7 @@ def test_cuda_extension_translates_and_never_mutates(ce, me, monkeypatch):
     assert ext.extra_link_args == ["-lmurand"]
     assert ext.include_dirs[0] == "include"
     assert ext.include_dirs[1:] == me.include_paths(musa=True)
-    assert me.TORCH_MUSA_INCLUDE_DIR in ext.include_dirs
+    assert _sim_headers(me) in ext.include_dirs
     assert ext.library_dirs[0] == "/opt/lib" and not hasattr(ext, "dlink")
     # An nvcc architecture torch_musa cannot build for is caught here, as on hardware.
     monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "8.0")
@@ -255,10 +262,10 @@ def test_include_paths_both_signatures(ce, me):
                   ce.include_paths(device_type="cuda"), ce.include_paths("musa")):  # fmt: skip
         assert paths == musa
     torch_include = os.path.join(os.path.dirname(torch.__file__), "include")
-    assert torch_include in host and me.TORCH_MUSA_INCLUDE_DIR in host
-    assert os.path.isfile(os.path.join(me.TORCH_MUSA_INCLUDE_DIR, "musa_runtime.h"))
+    assert torch_include in host and _sim_headers(me) in host
+    assert os.path.isfile(os.path.join(_sim_headers(me), "musa_runtime.h"))
     without_torch = ce.include_paths("cuda", torch_include_dirs=False)
-    assert torch_include not in without_torch and me.TORCH_MUSA_INCLUDE_DIR in without_torch
+    assert torch_include not in without_torch and _sim_headers(me) in without_torch
     with pytest.raises(TypeError, match="both device_type and cuda"):
         ce.include_paths("cuda", cuda=True)
 
@@ -400,7 +407,7 @@ def test_load_translates_arguments(ce, me, tx, captured, tmp_path, monkeypatch):
     assert kw["extra_include_paths"] == [
         str(out / "include"),
         torch_include,
-        me.TORCH_MUSA_INCLUDE_DIR,
+        _sim_headers(me),
     ]
     assert (out / "include" / "host_ext" / "device_check.h").is_file()
     assert (out / "ext_common.muh").is_file() and not (out / "kernel.mu").exists()
@@ -432,7 +439,7 @@ def test_load_inline_translates_arguments(ce, me, tx, captured, tmp_path):
     assert kw["musa_sources"] is None and kw["functions"] == ["f"]
     assert kw["extra_musa_cflags"] == ["--offload-arch=mp_31"]
     assert "-lmusart" in kw["extra_ldflags"]
-    assert kw["extra_include_paths"] == [me.TORCH_MUSA_INCLUDE_DIR]
+    assert kw["extra_include_paths"] == [_sim_headers(me)]
     assert tx.port_report("inl").files[0].path == "<cpp_sources[0]>"
     # No runtime call, no CUDA library: nothing MUSA is linked.
     ce.load_inline("plain", "int g() { return 2; }", build_directory=str(tmp_path / "plain"))

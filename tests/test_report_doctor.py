@@ -86,8 +86,23 @@ def test_doctor_reports_simulator_and_devices(py):
     info = json.loads(r.stdout)
     assert info["platform"] == "musa" and info["simulated"] and info["enabled"]
     assert info["torch_musa"].startswith("2.7.1+")
-    assert [d["name"] for d in info["devices"]] == ["MTT S5000", "MTT S5000"]
-    assert any("MUSA_VISIBLE_DEVICES" in w for w in info["warnings"])
+    # CUDA_VISIBLE_DEVICES=0 selects one of the two simulated devices (MUSA_VISIBLE_DEVICES=0).
+    assert [d["name"] for d in info["devices"]] == ["MTT S5000"]
+    assert not any("VISIBLE_DEVICES" in w for w in info["warnings"])
+
+
+def test_doctor_warns_when_the_visible_devices_disagree(py):
+    r = py(
+        "import sys; from torchada.__main__ import main; sys.exit(main(['doctor', '--json']))",
+        env={"TORCHADA_SIMULATE": "1", "CUDA_VISIBLE_DEVICES": "1", "MUSA_VISIBLE_DEVICES": "0"},
+    )
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert len(info["devices"]) == 1
+    assert (
+        "CUDA_VISIBLE_DEVICES='1' and MUSA_VISIBLE_DEVICES='0' disagree; MUSA_VISIBLE_DEVICES is "
+        "used, as the MUSA driver reads it. Unset one of them or make them equal."
+    ) in info["warnings"]
 
 
 def test_doctor_on_cpu_and_bad_argument(py):

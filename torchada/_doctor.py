@@ -107,12 +107,12 @@ def warnings_for(info: Dict[str, Any]) -> List[str]:
             "TORCH_DEVICE_BACKEND_AUTOLOAD=0: child processes (torchrun workers, spawn, "
             "DataLoader workers) will not turn torchada on by themselves"
         )
-    if (
-        "CUDA_VISIBLE_DEVICES" in env
-        and "MUSA_VISIBLE_DEVICES" not in env
-        and info["platform"] == "musa"
-    ):
-        out.append("CUDA_VISIBLE_DEVICES is set but torch_musa reads MUSA_VISIBLE_DEVICES")
+    if info["platform"] == "musa":
+        from ._visible_devices import disagreement
+
+        visible = disagreement(env)
+        if visible is not None:
+            out.append(visible)
     if info["torch_cuda_build"] and info["torch_musa"]:
         out.append(
             f"torch is a CUDA build ({info['torch_cuda_build']}) and torch_musa is loaded: "

@@ -16,13 +16,32 @@ apart. ``CUDA_VISIBLE_DEVICES`` itself is never changed.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Mapping, Optional
 
 from ._fills._warn import warn_once
 
 CUDA = "CUDA_VISIBLE_DEVICES"
 MUSA = "MUSA_VISIBLE_DEVICES"
 DERIVED = "TORCHADA_MUSA_VISIBLE_FROM_CUDA"
+
+
+def disagreement(environ: Optional[Mapping[str, str]] = None) -> Optional[str]:
+    """The warning for a user-set ``MUSA_VISIBLE_DEVICES`` that contradicts
+    ``CUDA_VISIBLE_DEVICES`` (``MUSA_VISIBLE_DEVICES`` is used), or None when they agree.
+
+    Example::
+
+        >>> disagreement({"CUDA_VISIBLE_DEVICES": "1", "MUSA_VISIBLE_DEVICES": "0"}) is not None
+        True
+    """
+    env = os.environ if environ is None else environ
+    cuda, musa = env.get(CUDA), env.get(MUSA)
+    if cuda is None or musa is None or musa == env.get(DERIVED) or musa.strip() == cuda.strip():
+        return None
+    return (
+        f"{CUDA}={cuda!r} and {MUSA}={musa!r} disagree; {MUSA} is used, as the MUSA driver "
+        f"reads it. Unset one of them or make them equal."
+    )
 
 
 def sync(patcher: Any) -> None:
@@ -37,12 +56,9 @@ def sync(patcher: Any) -> None:
             patcher.del_env(DERIVED)
         return
     if musa is not None and not ours:
-        if musa.strip() != cuda.strip():
-            warn_once(
-                f"visible:{cuda}:{musa}",
-                f"{CUDA}={cuda!r} and {MUSA}={musa!r} disagree; {MUSA} is used, as the MUSA "
-                f"driver reads it. Unset one of them or make them equal.",
-            )
+        message = disagreement()
+        if message is not None:
+            warn_once(f"visible:{cuda}:{musa}", message)
         return
     if musa != cuda:
         patcher.set_env(MUSA, cuda)
