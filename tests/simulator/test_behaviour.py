@@ -79,3 +79,12 @@ def test_legacy_type_names(musa_sim):
     assert musa_sim.FloatStorage.__module__ == "torch_musa.core.musa"
     with pytest.warns(UserWarning, match="TypedStorage is deprecated"):
         assert musa_sim.HalfStorage(4).device == torch.device("musa", 0)
+
+
+def test_storage_ipc_names_exist_and_say_what_is_missing(musa_sim):
+    storage = torch.ones(2, device="musa").untyped_storage()
+    for name in ("_share_musa_", "_share_cuda_"):
+        with pytest.raises(RuntimeError, match="MUSA IPC .* needs a MUSA device"):
+            getattr(storage, name)()
+    with pytest.raises(RuntimeError, match="Move the tensor to the CPU before sending it"):
+        torch.UntypedStorage._new_shared_musa(0, 0, 0)
