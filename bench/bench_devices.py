@@ -107,6 +107,18 @@ def test_to_cuda_vs_to_musa(benchmark, table, translated):
     record(benchmark, table, f'x.to("cuda") vs x.to("musa") [{translated}]', figures, 1.05)
 
 
+@pytest.mark.parametrize(
+    "spelling", ["'cuda:1'", "torch.device('cuda', 1)", "1"], ids=["str", "device", "int"]
+)
+def test_cuda_function_with_a_device_vs_musa_with_an_int(benchmark, table, translated, spelling):
+    device = eval(spelling, {"torch": torch})  # noqa: S307 - the spellings above
+    cuda_call, musa_call = torch.cuda.memory_allocated, torch.musa.memory_allocated
+    figures = interleaved(lambda: cuda_call(device), lambda: musa_call(1))
+    benchmark(cuda_call, device)
+    case = f"torch.cuda.memory_allocated({spelling}) vs torch.musa...(1)"
+    record(benchmark, table, case, figures, 1.1)
+
+
 def test_device_cuda_vs_musa(benchmark, table, translated):
     figures = interleaved(lambda: torch.device("cuda"), lambda: torch.device("musa"))
     benchmark(torch.device, "cuda")

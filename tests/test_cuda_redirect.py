@@ -9,6 +9,7 @@ import types
 import pytest
 import torch
 
+from torchada import _device_args
 from torchada._redirect import UnsupportedCUDAAPIError, load_table
 
 TABLE = load_table()
@@ -49,6 +50,11 @@ def test_every_public_name_resolves_by_its_class(module_name, name):
         entry = {"kind": "unsupported"}
     kind = entry["kind"] if entry else "same"
     value = getattr(proxy, name)
+    # Names that take a device come wrapped so that CUDA spellings work (tests/test_device_args.py);
+    # the wrapper names what it wraps. No other name is wrapped.
+    takes_device = name in _device_args.table().get(module_name, ())
+    assert hasattr(value, "__torchada_wrapped__") == (takes_device and not isinstance(value, type))
+    exposed, value = value, getattr(value, "__torchada_wrapped__", value)
     target = None
     if target_name == "@original":
         target = _original(module_name)
@@ -79,7 +85,7 @@ def test_every_public_name_resolves_by_its_class(module_name, name):
     # `from module import name` agrees with attribute access.
     ns: dict = {}
     exec(f"from {module_name} import {name} as v", ns)
-    assert ns["v"] is value
+    assert ns["v"] is exposed
 
 
 def test_identity_between_import_forms():

@@ -107,6 +107,7 @@ _patcher = Patcher()
 # module of this package. Switched off one by one with TORCHADA_DISABLE_<NAME>=1.
 SUBSYSTEMS: List[str] = [
     "devices",
+    "device_args",
     "amp",
     "profiler",
     "custom_ops",

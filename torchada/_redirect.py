@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, Optional
 
 from torchada_hooks import ProxyModule
 
-from . import _ledger
+from . import _device_args, _ledger
 
 logger = logging.getLogger("torchada")
 
@@ -113,6 +113,9 @@ class Redirector:
 
     def resolve(self, module_name: str, attr: str) -> Any:
         value = self._resolve(module_name, attr)
+        if attr in _device_args.table().get(module_name, ()):
+            original = self.originals.get(module_name)
+            value = _device_args.wrap(module_name, attr, value, getattr(original, attr, None))
         if _ledger.enabled():
             entry = self.table[module_name]["names"].get(attr)
             kind = entry["kind"] if entry else self._default_kind(module_name)

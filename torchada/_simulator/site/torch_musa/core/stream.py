@@ -32,10 +32,14 @@ class Stream(_MusaStreamBase):
             return super().__new__(
                 cls, stream_id=stream_ptr, device_index=idx, device_type=_MUSA_TYPE
             )
-        return super().__new__(cls, device=torch.device("musa", idx), priority=priority)
+        stream = super().__new__(cls, device=torch.device("musa", idx), priority=priority)
+        stream.priority = priority
+        return stream
 
-    def __init__(self, device=None, priority=0, **kwargs):
-        self.priority = priority
+    def __init__(self, *args, **kwargs):
+        # torch_musa's Stream has no __init__ of its own: __new__ did the work, and subclasses
+        # (ExternalStream) take other arguments.
+        pass
 
     @property
     def musa_stream(self):
