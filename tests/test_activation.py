@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import textwrap
+
+import pytest
 
 SIM = {"TORCHADA_SIMULATE": "1"}
 
@@ -284,3 +287,88 @@ def test_preload_defaults_to_the_modules_that_fill_names():
     assert preload(table["ctypes"]) == ["torchada._ctypes"]
     assert preload(table["torch.utils.cpp_extension"]) == ["torch_musa.utils.musa_extension"]
     assert preload({"names": {"x": {"kind": "original"}}}) == []
+
+
+_MAIN_PROBE = '''\
+"""probe docstring"""
+import inspect, json, os, signal, sys, types
+
+main = sys.modules["__main__"]
+
+
+def _describe(value):
+    if isinstance(value, (str, int, type(None))):
+        return [type(value).__name__, value]
+    if isinstance(value, dict):
+        return [type(value).__name__, sorted(value)]
+    return [type(value).__name__, getattr(value, "name", None)]
+
+
+def helper():
+    return 1
+
+
+attrs = {k: _describe(v) for k, v in vars(main).items() if k not in ("torch", "torchada")}
+os.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+source = inspect.getsource(helper).splitlines()[0]
+print(json.dumps({"attrs": attrs, "argv0": sys.argv[0], "path0": sys.path[0], "src": source,
+                  "main_is_self": main is sys.modules["__main__"]}))
+sys.stdout.flush()
+mode = sys.argv[1]
+if mode == "jit":
+    import torch
+
+    @torch.jit.script
+    def twice(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    print(json.dumps({"jit": twice(torch.ones(2)).tolist()}))
+elif mode == "exit3":
+    sys.exit(3)
+elif mode == "raise":
+    def fail():
+        raise ValueError("bad thing")
+    fail()
+elif mode == "interrupt":
+    raise KeyboardInterrupt
+'''
+
+
+@pytest.mark.parametrize("mode", ["jit", "exit3", "raise", "interrupt"])
+@pytest.mark.parametrize("how", ["script", "module"])
+def test_runner_main_module_and_exit_match_python(tmp_path, how, mode):
+    # The program sees the same __main__ (names, types, values) and ends the same way as under
+    # plain python, including after os.chdir (source lookup) and on Ctrl-C (killed by SIGINT).
+    import subprocess
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "probe.py").write_text(_MAIN_PROBE)
+    target = ["probe.py"] if how == "script" else ["-m", "probe"]
+    env = {k: v for k, v in os.environ.items() if k != "TORCHADA_SIMULATE"}
+    runs = {}
+    for name, prefix in (("python", []), ("runner", ["-m", "torchada.run", "--simulate"])):
+        runs[name] = subprocess.run(
+            [sys.executable, *prefix, *target, mode],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=work,
+            timeout=300,
+        )
+    plain, ours = runs["python"], runs["runner"]
+    expected_rc = {"jit": 0, "exit3": 3, "raise": 1, "interrupt": -signal.SIGINT}[mode]
+    assert plain.returncode == expected_rc, plain.stderr
+    assert ours.returncode == expected_rc, ours.stderr[-3000:]
+    plain_out = [json.loads(x) for x in plain.stdout.splitlines()]
+    ours_out = [json.loads(x) for x in ours.stdout.splitlines()]
+    assert ours_out == plain_out
+    attrs = plain_out[0]["attrs"]
+    assert attrs["__spec__"][0] == ("NoneType" if how == "script" else "ModuleSpec")
+    assert attrs["__builtins__"][0] == "module" and attrs["__loader__"][0] == "SourceFileLoader"
+    assert attrs["__file__"] == ["str", str(work / "probe.py")]
+    assert plain_out[0]["src"] == "def helper():"
+    if mode == "jit":
+        assert plain_out[1] == {"jit": [2.0, 2.0]}
+    if mode in ("raise", "interrupt"):
+        assert ours.stderr.splitlines() == plain.stderr.splitlines()
