@@ -8,6 +8,8 @@ Safety rules, checked before anything is written:
   tree are ported as regular files; symlinked directories are skipped (their contents are reached
   through the real path).
 * Every destination must resolve inside ``out``; an existing symlink at a destination is refused.
+* In place, a symlinked file is refused (renaming or rewriting its target would leave it dangling
+  or turn it into a copy).
 * Two sources that would land on one destination (``k.cu`` and ``k.mu``) are refused.
 
 Hand-written MUSA sources (``.mu``/``.muh``) and everything that is not C/C++/CUDA source are
@@ -115,6 +117,8 @@ def port_tree(
     else:
         items, notes = _plan(root, out_root if not in_place else None, rename_cu)
     _check_collisions(items, in_place)
+    if in_place:
+        _check_no_file_links([src_path] if single_file else [item.source for item in items])
 
     report = TreeReport(source=str(src), output=str(out if out is not None else src))
     report.notes.extend(notes)
@@ -270,6 +274,18 @@ def _check_collisions(items: List[_Item], in_place: bool) -> None:
                 raise PortPathError(
                     f"renaming {item.rel!r} to {item.dest_rel!r} would overwrite an existing file"
                 )
+
+
+def _check_no_file_links(paths: List[Path]) -> None:
+    links = [path for path in paths if path.is_symlink()]
+    if links:
+        named = ", ".join(f"{str(link)!r} -> {os.readlink(link)!r}" for link in links[:5])
+        more = f" and {len(links) - 5} more" if len(links) > 5 else ""
+        raise PortPathError(
+            f"cannot port in place through symlinks: {named}{more}; replace each link by a copy "
+            "of its target or remove it, or port into another directory with --out DIR "
+            "(nothing was changed)"
+        )
 
 
 # ---------------------------------------------------------------------- porting one file
