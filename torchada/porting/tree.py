@@ -22,6 +22,7 @@ never rewritten, so its mtime (and the build that depends on it) stays put.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -75,6 +76,17 @@ class PortPathError(PortError, ValueError):
     """A source or output path is unusable or unsafe; the message names the path."""
 
 
+class PortSourceNotFoundError(FileNotFoundError, PortPathError):
+    """The source does not exist: a FileNotFoundError, as reading it would raise, so callers'
+    ``except OSError`` still applies (and a PortPathError, as before)."""
+
+    def __init__(self, path: PathLike) -> None:
+        super().__init__(errno.ENOENT, os.strerror(errno.ENOENT), os.fspath(path))
+
+    def __str__(self) -> str:
+        return f"source {self.filename!r} does not exist"
+
+
 @dataclass
 class _Item:
     source: Path  # absolute path in the source tree (may be a symlink inside the tree)
@@ -99,11 +111,12 @@ def port_tree(
     required and is the only place written to. ``dry_run=True`` computes everything and writes
     nothing (``out`` may then be omitted). ``on_ported(report, old, new)`` sees each change.
 
-    Raises :class:`PortPathError` for a missing source, an unsafe ``out`` or an escaping symlink.
+    Raises :class:`PortSourceNotFoundError` (a FileNotFoundError and a PortPathError) for a
+    missing source, :class:`PortPathError` for an unsafe ``out`` or an escaping symlink.
     """
     src_path = Path(src)
     if not src_path.exists():
-        raise PortPathError(f"source {str(src)!r} does not exist")
+        raise PortSourceNotFoundError(src)
     src_abs = src_path.resolve()
     single_file = src_abs.is_file()
     root = src_abs.parent if single_file else src_abs
