@@ -372,3 +372,43 @@ def test_runner_main_module_and_exit_match_python(tmp_path, how, mode):
         assert plain_out[1] == {"jit": [2.0, 2.0]}
     if mode in ("raise", "interrupt"):
         assert ours.stderr.splitlines() == plain.stderr.splitlines()
+
+
+@pytest.mark.parametrize("how", ["runner", "runner-cuda-available", "import"])
+def test_runner_notes_honest_is_available_once(tmp_path, how):
+    # `"cuda" if torch.cuda.is_available() else "cpu"` picks the CPU on MUSA: the runner says so
+    # once (the answer stays honest); --cuda-available makes it answer for MUSA, in children too.
+    import subprocess
+
+    script = _write(
+        tmp_path,
+        "prog.py",
+        """
+        import json, os, subprocess, sys
+        if sys.argv[1] == "import":
+            import torchada
+        import torch
+        child = subprocess.run([sys.executable, "-c", "import os; print(os.environ.get("
+                                "'TORCHADA_FORCE_CUDA_AVAILABLE', ''))"],
+                               capture_output=True, text=True).stdout.strip()
+        print(json.dumps([torch.cuda.is_available(), torch.cuda.is_available(),
+                          torch.musa.is_available(), child]))
+        """,
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHADA_")}
+    if how == "import":
+        cmd = [sys.executable, str(script), "import"]
+        env["TORCHADA_SIMULATE"] = "1"
+    else:
+        flags = ["--cuda-available"] if how == "runner-cuda-available" else []
+        cmd = [sys.executable, "-m", "torchada.run", "--simulate", *flags, str(script), how]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    forced = how == "runner-cuda-available"
+    assert _last_json(r.stdout) == [forced, forced, True, "1" if forced else ""]
+    notes = [line for line in r.stderr.splitlines() if "is_available() is False" in line]
+    if how == "runner":
+        assert len(notes) == 1
+        assert "TORCHADA_FORCE_CUDA_AVAILABLE=1" in notes[0] and "--cuda-available" in notes[0]
+    else:
+        assert notes == [], r.stderr

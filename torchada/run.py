@@ -20,13 +20,17 @@ import types
 import zipfile
 from typing import List, Optional
 
-USAGE = """usage: python -m torchada.run [--simulate] (script.py | -m module) [args ...]
+USAGE = """usage: python -m torchada.run [--simulate] [--cuda-available] [--report[=PATH]]
+                              (script.py | -m module) [args ...]
 
 Runs a CUDA-written PyTorch program on MUSA through torchada, unchanged.
 
   --simulate   use the bundled CPU simulator of torch_musa (only where no torch_musa exists)
   --report[=PATH]  record the CUDA APIs the program used through torchada: a table on stderr at
                exit and a JSON file per process (default torchada-report.json)
+  --cuda-available  torch.cuda.is_available() answers torch.musa.is_available() (it is False
+               on MUSA otherwise, and "cuda" if torch.cuda.is_available() else "cpu" picks the
+               CPU); sets TORCHADA_FORCE_CUDA_AVAILABLE=1 for the program and its children
   -m module    run a library module as a script, like python -m
 """
 
@@ -38,6 +42,9 @@ def _parse(argv: List[str]) -> "tuple[bool, Optional[str], Optional[str], List[s
         arg = argv[i]
         if arg == "--simulate":
             simulate = True
+        elif arg == "--cuda-available":
+            # In the environment, so the program's child processes answer the same.
+            os.environ["TORCHADA_FORCE_CUDA_AVAILABLE"] = "1"
         elif arg == "--report" or arg.startswith("--report="):
             path = arg.partition("=")[2] or "torchada-report.json"
             os.environ["TORCHADA_REPORT"] = os.path.abspath(path)
@@ -130,7 +137,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     if simulate:
         os.environ["TORCHADA_SIMULATE"] = "1"
     import torchada
+    from torchada import _redirect
 
+    _redirect.note_honest_is_available = True
     torchada.enable(simulate=simulate or None)
     try:
         if script is not None:
