@@ -17,27 +17,42 @@ def _last_json(stdout: str):
     return json.loads(stdout.strip().splitlines()[-1])
 
 
-def test_disable_restores_every_module_and_attribute(py):
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_disable_restores_every_module_and_attribute(py, native):
+    # Every attribute of torch, torch.cuda, torch.backends.*, torch.ops, ctypes and
+    # torch.distributed, and sys.meta_path, as before the first enable(); only modules imported
+    # meanwhile (and their attributes on their parents) are new. A second round trip changes
+    # nothing at all.
     code = """
         import json, sys, torch
         import torchada
-        from torchada import _activation
-        assert torchada.is_enabled()
+        from torchada import _activation, _simulator
+        assert not torchada.is_enabled()
+        _simulator.activate()
+        import torch_musa
+        start = _activation.snapshot_state()
+        assert torchada.enable()
+        torch.cuda.device_count(); torch.empty(1, device="cuda"); torch.backends.cudnn.version()
         torchada.disable()
-        first_before = _activation.snapshot_state()  # all imports enable() needs are done now
+        first_after = _activation.snapshot_state()
+        new = set(first_after[0]) - set(start[0])
+        kept = lambda key: key.replace(":", ".", 1) not in new
+        left = sorted(k for k in set(start[1]) | set(first_after[1])
+                      if kept(k) and start[1].get(k) != first_after[1].get(k))
+        changed_modules = sorted(k for k in start[0] if start[0][k] != first_after[0].get(k))
         cuda_obj = torch.cuda
         torchada.enable(); torchada.disable()
         after = _activation.snapshot_state()
-        same_modules = first_before[0] == after[0]
-        same_attrs = first_before[1] == after[1]
         s = torch.musa.Stream()
-        print(json.dumps([same_modules, same_attrs, torch.cuda is cuda_obj,
+        print(json.dumps([left, changed_modules, first_after == after, torch.cuda is cuda_obj,
                           type(torch.cuda).__name__, hasattr(s, "cuda_stream"),
-                          "TORCHADA_ACTIVE" in __import__("os").environ]))
+                          "TORCHADA_ACTIVE" in __import__("os").environ,
+                          len([k for k in start[1] if k.startswith("torch.backends.cudnn:")]) > 0,
+                          "torch.ops:__torchada_devices__" in first_after[1]]))
     """
-    r = py(code, env=SIM)
+    r = py(code, env={"TORCHADA_NATIVE": native})
     assert r.returncode == 0, r.stderr
-    assert _last_json(r.stdout) == [True, True, True, "module", False, False]
+    assert _last_json(r.stdout) == [[], [], True, True, "module", False, False, True, False]
 
 
 def test_first_enable_changes_nothing_it_does_not_undo(py):
