@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import textwrap
+
+import pytest
 
 SIM = {"TORCHADA_SIMULATE": "1"}
 
@@ -14,27 +17,42 @@ def _last_json(stdout: str):
     return json.loads(stdout.strip().splitlines()[-1])
 
 
-def test_disable_restores_every_module_and_attribute(py):
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_disable_restores_every_module_and_attribute(py, native):
+    # Every attribute of torch, torch.cuda, torch.backends.*, torch.ops, ctypes and
+    # torch.distributed, and sys.meta_path, as before the first enable(); only modules imported
+    # meanwhile (and their attributes on their parents) are new. A second round trip changes
+    # nothing at all.
     code = """
         import json, sys, torch
         import torchada
-        from torchada import _activation
-        assert torchada.is_enabled()
+        from torchada import _activation, _simulator
+        assert not torchada.is_enabled()
+        _simulator.activate()
+        import torch_musa
+        start = _activation.snapshot_state()
+        assert torchada.enable()
+        torch.cuda.device_count(); torch.empty(1, device="cuda"); torch.backends.cudnn.version()
         torchada.disable()
-        first_before = _activation.snapshot_state()  # all imports enable() needs are done now
+        first_after = _activation.snapshot_state()
+        new = set(first_after[0]) - set(start[0])
+        kept = lambda key: key.replace(":", ".", 1) not in new
+        left = sorted(k for k in set(start[1]) | set(first_after[1])
+                      if kept(k) and start[1].get(k) != first_after[1].get(k))
+        changed_modules = sorted(k for k in start[0] if start[0][k] != first_after[0].get(k))
         cuda_obj = torch.cuda
         torchada.enable(); torchada.disable()
         after = _activation.snapshot_state()
-        same_modules = first_before[0] == after[0]
-        same_attrs = first_before[1] == after[1]
         s = torch.musa.Stream()
-        print(json.dumps([same_modules, same_attrs, torch.cuda is cuda_obj,
+        print(json.dumps([left, changed_modules, first_after == after, torch.cuda is cuda_obj,
                           type(torch.cuda).__name__, hasattr(s, "cuda_stream"),
-                          "TORCHADA_ACTIVE" in __import__("os").environ]))
+                          "TORCHADA_ACTIVE" in __import__("os").environ,
+                          len([k for k in start[1] if k.startswith("torch.backends.cudnn:")]) > 0,
+                          "torch.ops:__torchada_devices__" in first_after[1]]))
     """
-    r = py(code, env=SIM)
+    r = py(code, env={"TORCHADA_NATIVE": native})
     assert r.returncode == 0, r.stderr
-    assert _last_json(r.stdout) == [True, True, True, "module", False, False]
+    assert _last_json(r.stdout) == [[], [], True, True, "module", False, False, True, False]
 
 
 def test_first_enable_changes_nothing_it_does_not_undo(py):
@@ -284,3 +302,128 @@ def test_preload_defaults_to_the_modules_that_fill_names():
     assert preload(table["ctypes"]) == ["torchada._ctypes"]
     assert preload(table["torch.utils.cpp_extension"]) == ["torch_musa.utils.musa_extension"]
     assert preload({"names": {"x": {"kind": "original"}}}) == []
+
+
+_MAIN_PROBE = '''\
+"""probe docstring"""
+import inspect, json, os, signal, sys, types
+
+main = sys.modules["__main__"]
+
+
+def _describe(value):
+    if isinstance(value, (str, int, type(None))):
+        return [type(value).__name__, value]
+    if isinstance(value, dict):
+        return [type(value).__name__, sorted(value)]
+    return [type(value).__name__, getattr(value, "name", None)]
+
+
+def helper():
+    return 1
+
+
+attrs = {k: _describe(v) for k, v in vars(main).items() if k not in ("torch", "torchada")}
+os.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+source = inspect.getsource(helper).splitlines()[0]
+print(json.dumps({"attrs": attrs, "argv0": sys.argv[0], "path0": sys.path[0], "src": source,
+                  "main_is_self": main is sys.modules["__main__"]}))
+sys.stdout.flush()
+mode = sys.argv[1]
+if mode == "jit":
+    import torch
+
+    @torch.jit.script
+    def twice(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    print(json.dumps({"jit": twice(torch.ones(2)).tolist()}))
+elif mode == "exit3":
+    sys.exit(3)
+elif mode == "raise":
+    def fail():
+        raise ValueError("bad thing")
+    fail()
+elif mode == "interrupt":
+    raise KeyboardInterrupt
+'''
+
+
+@pytest.mark.parametrize("mode", ["jit", "exit3", "raise", "interrupt"])
+@pytest.mark.parametrize("how", ["script", "module"])
+def test_runner_main_module_and_exit_match_python(tmp_path, how, mode):
+    # The program sees the same __main__ (names, types, values) and ends the same way as under
+    # plain python, including after os.chdir (source lookup) and on Ctrl-C (killed by SIGINT).
+    import subprocess
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "probe.py").write_text(_MAIN_PROBE)
+    target = ["probe.py"] if how == "script" else ["-m", "probe"]
+    env = {k: v for k, v in os.environ.items() if k != "TORCHADA_SIMULATE"}
+    runs = {}
+    for name, prefix in (("python", []), ("runner", ["-m", "torchada.run", "--simulate"])):
+        runs[name] = subprocess.run(
+            [sys.executable, *prefix, *target, mode],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=work,
+            timeout=300,
+        )
+    plain, ours = runs["python"], runs["runner"]
+    expected_rc = {"jit": 0, "exit3": 3, "raise": 1, "interrupt": -signal.SIGINT}[mode]
+    assert plain.returncode == expected_rc, plain.stderr
+    assert ours.returncode == expected_rc, ours.stderr[-3000:]
+    plain_out = [json.loads(x) for x in plain.stdout.splitlines()]
+    ours_out = [json.loads(x) for x in ours.stdout.splitlines()]
+    assert ours_out == plain_out
+    attrs = plain_out[0]["attrs"]
+    assert attrs["__spec__"][0] == ("NoneType" if how == "script" else "ModuleSpec")
+    assert attrs["__builtins__"][0] == "module" and attrs["__loader__"][0] == "SourceFileLoader"
+    assert attrs["__file__"] == ["str", str(work / "probe.py")]
+    assert plain_out[0]["src"] == "def helper():"
+    if mode == "jit":
+        assert plain_out[1] == {"jit": [2.0, 2.0]}
+    if mode in ("raise", "interrupt"):
+        assert ours.stderr.splitlines() == plain.stderr.splitlines()
+
+
+@pytest.mark.parametrize("how", ["runner", "runner-cuda-available", "import"])
+def test_runner_notes_honest_is_available_once(tmp_path, how):
+    # `"cuda" if torch.cuda.is_available() else "cpu"` picks the CPU on MUSA: the runner says so
+    # once (the answer stays honest); --cuda-available makes it answer for MUSA, in children too.
+    import subprocess
+
+    script = _write(
+        tmp_path,
+        "prog.py",
+        """
+        import json, os, subprocess, sys
+        if sys.argv[1] == "import":
+            import torchada
+        import torch
+        child = subprocess.run([sys.executable, "-c", "import os; print(os.environ.get("
+                                "'TORCHADA_FORCE_CUDA_AVAILABLE', ''))"],
+                               capture_output=True, text=True).stdout.strip()
+        print(json.dumps([torch.cuda.is_available(), torch.cuda.is_available(),
+                          torch.musa.is_available(), child]))
+        """,
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHADA_")}
+    if how == "import":
+        cmd = [sys.executable, str(script), "import"]
+        env["TORCHADA_SIMULATE"] = "1"
+    else:
+        flags = ["--cuda-available"] if how == "runner-cuda-available" else []
+        cmd = [sys.executable, "-m", "torchada.run", "--simulate", *flags, str(script), how]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    forced = how == "runner-cuda-available"
+    assert _last_json(r.stdout) == [forced, forced, True, "1" if forced else ""]
+    notes = [line for line in r.stderr.splitlines() if "is_available() is False" in line]
+    if how == "runner":
+        assert len(notes) == 1
+        assert "TORCHADA_FORCE_CUDA_AVAILABLE=1" in notes[0] and "--cuda-available" in notes[0]
+    else:
+        assert notes == [], r.stderr

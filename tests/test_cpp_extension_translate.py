@@ -468,3 +468,47 @@ def test_unported_names_warn_once_with_the_report(ce, captured, tmp_path):
         ce.load("odd_ext", [str(src)], build_directory=str(build))
     text = (build / "torchada_ported" / "torchada-port-report.txt").read_text()
     assert "unported cudaSomethingNobodyMapped" in text
+
+
+# --- errors keep torch's types ------------------------------------------------------------------
+
+_BAD_SOURCES = {"missing-cu": "missing.cu", "missing-cpp": "missing.cpp", "directory": "adir"}
+
+
+@pytest.fixture(scope="module")
+def plain_torch_load_errors(tmp_path_factory):
+    """What torch's own load() raises for each bad source, in a process without torchada."""
+    import json
+
+    from conftest import run_python
+
+    root = tmp_path_factory.mktemp("plain")
+    (root / "adir").mkdir()
+    r = run_python(f"""
+        import json, sys, torch.utils.cpp_extension as ce
+        assert "torchada" not in sys.modules
+        out = {{}}
+        for case, name in {_BAD_SOURCES!r}.items():
+            try:
+                ce.load("bad_" + case.replace("-", "_"), [{str(root)!r} + "/" + name],
+                        build_directory={str(root)!r})
+            except BaseException as exc:
+                out[case] = [type(exc).__name__, exc.errno, exc.filename]
+        print(json.dumps(out))
+        """)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return root, json.loads(r.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("case", sorted(_BAD_SOURCES))
+def test_load_bad_source_raises_what_torch_raises(ce, captured, plain_torch_load_errors, case):
+    # `except OSError` / `except FileNotFoundError` around load() must keep working.
+    root, plain = plain_torch_load_errors
+    path = str(root / _BAD_SOURCES[case])
+    expected_type = {"FileNotFoundError": FileNotFoundError, "IsADirectoryError": IsADirectoryError}
+    assert plain[case] == [plain[case][0], plain[case][1], path]
+    with pytest.raises(expected_type[plain[case][0]]) as info:
+        ce.load("bad_" + case.replace("-", "_"), [path], build_directory=str(root))
+    assert info.value.errno == plain[case][1] and info.value.filename == path
+    assert path in str(info.value)
+    assert captured == []

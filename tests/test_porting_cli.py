@@ -70,6 +70,39 @@ def test_in_place(src: Path, capsys) -> None:
     assert sorted(p.name for p in src.iterdir()) == ["hand.mu", "k.mu"]
 
 
+def _listing(root: Path) -> list:
+    """Every entry under root: kind, link target or file bytes."""
+    entries = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in sorted(dirnames + filenames):
+            path = Path(dirpath) / name
+            rel = path.relative_to(root).as_posix()
+            if path.is_symlink():
+                entries.append((rel, "link", os.readlink(path)))
+            elif path.is_dir():
+                entries.append((rel, "dir", None))
+            else:
+                entries.append((rel, "file", path.read_bytes()))
+    return sorted(entries)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symlinks")
+@pytest.mark.parametrize("single", [False, True])
+def test_in_place_through_symlink_changes_nothing(src: Path, capsys, single: bool) -> None:
+    # Every check happens before the first write: a symlink found late must not leave the tree
+    # half renamed (k.cu already k.mu, the link dangling).
+    (src / "sub").mkdir()
+    (src / "sub" / "g.cu").write_text(KERNEL)
+    (src / "b.cu").symlink_to("k.cu")
+    (src / "subl").symlink_to("sub")
+    before = _listing(src)
+    code, _, stderr = run([str(src / "b.cu") if single else str(src), "--in-place"], capsys)
+    assert code == 2
+    assert f"{str(src / 'b.cu')!r} -> 'k.cu'" in stderr, stderr
+    assert "--out DIR" in stderr and "nothing was changed" in stderr
+    assert _listing(src) == before
+
+
 @pytest.mark.parametrize(
     "argv_tail, message",
     [

@@ -66,8 +66,13 @@ class Patcher:
 
     def set_attr(self, obj: Any, name: str, value: Any) -> None:
         missing = object()
+        own = getattr(obj, "__dict__", None)
         if isinstance(obj, type):
             old = obj.__dict__.get(name, missing)
+        elif isinstance(own, dict) and (name in own or not hasattr(type(obj), name)):
+            # The object's own attribute only: one found through a module-like __getattr__ (the
+            # module torch.backends.cudnn wraps) must not be copied into it at undo.
+            old = own.get(name, missing)
         else:
             old = getattr(obj, name, missing)
         setattr(obj, name, value)
@@ -298,13 +303,23 @@ def installed_proxies() -> Dict[str, Any]:
     return dict(_hooks.proxies()) if _hooks is not None else {}
 
 
+#: Modules whose every attribute the undo tests compare, besides all of ``torch.backends.*``.
+_SNAPSHOT_MODULES = ("torch", "torch.cuda", "torch.distributed", "ctypes")
+
+
 def snapshot_state() -> Tuple[Dict[str, int], Dict[str, int]]:
-    """Identities of ``sys.modules`` and of torch's CUDA-related attributes (for undo tests)."""
+    """Identities of ``sys.modules``, of every attribute of the modules torchada touches (torch,
+    torch.cuda, torch.backends.*, torch.ops, ctypes, torch.distributed) and of ``sys.meta_path``'s
+    entries (for undo tests)."""
     modules = {k: id(v) for k, v in sys.modules.items()}
-    attrs: Dict[str, int] = {}
+    attrs: Dict[str, int] = {f"sys.meta_path[{i}]": id(f) for i, f in enumerate(sys.meta_path)}
+    names = [n for n in _SNAPSHOT_MODULES if n in sys.modules]
+    names += sorted(n for n in sys.modules if n.startswith("torch.backends"))
+    objects = [(n, sys.modules[n]) for n in names]
     torch = sys.modules.get("torch")
-    if torch is not None:
-        attrs["torch.cuda"] = id(getattr(torch, "cuda", None))
-        for sub in ("amp", "graphs", "memory", "streams", "random", "nvtx", "profiler", "nccl"):
-            attrs[f"torch.cuda.{sub}"] = id(getattr(sys.modules.get("torch.cuda"), sub, None))
+    if torch is not None and "ops" in vars(torch):
+        objects.append(("torch.ops", vars(torch)["ops"]))
+    for name, obj in objects:
+        for attr, value in list(vars(obj).items()):
+            attrs[f"{name}:{attr}"] = id(value)
     return modules, attrs

@@ -27,6 +27,7 @@ import functools
 import hashlib
 import json
 import logging
+import sys
 from typing import Any
 
 import torch
@@ -35,6 +36,9 @@ logger = logging.getLogger("torchada")
 
 _state: dict[str, Any] = {"patcher": None}
 _hooked: list[str] = []
+# Import finders our hooks put in sys.meta_path (wrapt's, at its first hook; wrapt never takes it
+# out): in place only while torchada is on, put back at the next enable for the hooks it serves.
+_finders: list[Any] = []
 
 
 def _backend() -> str:
@@ -375,19 +379,30 @@ def _when_imported(name: str, fn: Any) -> None:
         _hooked.append(name)
         wrapt.register_post_import_hook(hook, name)
     else:
-        import sys
-
         module = sys.modules.get(name)
         if module is not None:
             hook(module)
 
 
+def _scope_finders(patcher: Any, before: list) -> None:
+    known = before + _finders
+    _finders.extend(f for f in sys.meta_path if not any(f is k for k in known))
+
+    def remove() -> None:
+        sys.meta_path[:] = [f for f in sys.meta_path if not any(f is x for x in _finders)]
+
+    patcher.on_undo(remove)
+
+
 def install(patcher: Any) -> None:
     _state["patcher"] = patcher
     patcher.on_undo(lambda: _state.update(patcher=None))
+    sys.meta_path[:0] = _finders
+    before = [f for f in sys.meta_path if not any(f is x for x in _finders)]
     _when_imported("torch._dynamo.variables.ctx_manager", _register_device_context)
     _when_imported("torch._dynamo.variables.torch", _register_constant_folds)
     _when_imported("torch._dynamo.trace_rules", _register_trace_rules)
     _when_imported("torch._inductor.codecache", _patch_codecache)
     if _simulated():
         _when_imported("torch._inductor.codegen.common", _hook_backend_registration)
+    _scope_finders(patcher, before)

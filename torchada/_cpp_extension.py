@@ -12,6 +12,7 @@ docs/extensions.md describes what is translated and where the porter's report is
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import inspect
 import json
@@ -384,6 +385,10 @@ def _port_build(
     from .porting import TreeReport, port_tree
 
     sources = [os.path.abspath(s) for s in sources]
+    for source in sources:
+        if os.path.isdir(source):
+            # What torch's own build raises opening it; porting it would walk the whole directory.
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), source)
     include_dirs = [os.path.abspath(d) for d in include_dirs]
     files, project_dirs = _collect(sources, include_dirs, base_root, texts, str(out.resolve()))
     anchors = [os.path.dirname(f) for f in files] + project_dirs

@@ -46,6 +46,7 @@ written on NVIDIA machines, ``map_location="cuda:1"``, ``{"cuda:0": "cuda:1"}``)
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import sys
@@ -382,7 +383,10 @@ def _wrap_device_kwarg(fn: Callable) -> Callable:
 
 
 def _unwrapped(obj: Any) -> Any:
-    return obj.__wrapped__ if getattr(obj, "__torchada_devices__", False) else obj
+    # Only our wrappers (plain functions): a getattr on torch.ops would create that namespace.
+    if inspect.isfunction(obj) and getattr(obj, "__torchada_devices__", False):
+        return obj.__wrapped__
+    return obj
 
 
 def fallback_targets() -> Dict[str, Tuple[Any, str]]:

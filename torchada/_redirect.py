@@ -88,6 +88,28 @@ def _unsupported_callable(api: str, why: str, instead: str, as_class: bool = Fal
     return unsupported
 
 
+#: Set by the runner: a program started through it was written for CUDA, so its
+#: ``"cuda" if torch.cuda.is_available() else "cpu"`` silently picking the CPU deserves a note.
+note_honest_is_available = False
+_noted_honest_is_available = False
+
+
+def _noting_is_available(original: Callable[[], bool], musa: ModuleType) -> Callable[[], bool]:
+    @functools.wraps(original)
+    def is_available() -> bool:
+        global _noted_honest_is_available
+        answer = original()
+        if not answer and not _noted_honest_is_available and musa.is_available():
+            _noted_honest_is_available = True
+            logger.warning(
+                "torchada: torch.cuda.is_available() is False on MUSA; set "
+                "TORCHADA_FORCE_CUDA_AVAILABLE=1 (or run with --cuda-available) to use the GPU"
+            )
+        return answer
+
+    return is_available
+
+
 def _force_cuda_available() -> bool:
     return os.environ.get("TORCHADA_FORCE_CUDA_AVAILABLE", "").strip().lower() in (
         "1",
@@ -180,7 +202,10 @@ class Redirector:
         if kind == "original":
             if attr == "is_available" and _force_cuda_available():
                 return self._target(module_name).is_available
-            return getattr(self.originals[module_name], attr)
+            value = getattr(self.originals[module_name], attr)
+            if attr == "is_available" and note_honest_is_available:
+                return _noting_is_available(value, self._target(module_name))
+            return value
         if kind == "submodule":
             return importlib.import_module(entry["module"])
         if kind == "unsupported":

@@ -24,7 +24,7 @@ from typing import Optional, Tuple
 from ._engine import MUSA_SUFFIXES, Translator, get_translator
 from ._ruleset import ArchTier, Rule, RuleError, RuleSet, load_rules
 from .report import FileReport, Finding, TreeReport
-from .tree import PortError, PortPathError, port_tree
+from .tree import PortError, PortPathError, PortSourceNotFoundError, port_tree
 
 __all__ = [
     "ArchTier",
@@ -33,6 +33,7 @@ __all__ = [
     "MUSA_SUFFIXES",
     "PortError",
     "PortPathError",
+    "PortSourceNotFoundError",
     "Rule",
     "RuleError",
     "RuleSet",

@@ -8,6 +8,8 @@ Safety rules, checked before anything is written:
   tree are ported as regular files; symlinked directories are skipped (their contents are reached
   through the real path).
 * Every destination must resolve inside ``out``; an existing symlink at a destination is refused.
+* In place, a symlinked file is refused (renaming or rewriting its target would leave it dangling
+  or turn it into a copy).
 * Two sources that would land on one destination (``k.cu`` and ``k.mu``) are refused.
 
 Hand-written MUSA sources (``.mu``/``.muh``) and everything that is not C/C++/CUDA source are
@@ -20,6 +22,7 @@ never rewritten, so its mtime (and the build that depends on it) stays put.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -73,6 +76,17 @@ class PortPathError(PortError, ValueError):
     """A source or output path is unusable or unsafe; the message names the path."""
 
 
+class PortSourceNotFoundError(FileNotFoundError, PortPathError):
+    """The source does not exist: a FileNotFoundError, as reading it would raise, so callers'
+    ``except OSError`` still applies (and a PortPathError, as before)."""
+
+    def __init__(self, path: PathLike) -> None:
+        super().__init__(errno.ENOENT, os.strerror(errno.ENOENT), os.fspath(path))
+
+    def __str__(self) -> str:
+        return f"source {self.filename!r} does not exist"
+
+
 @dataclass
 class _Item:
     source: Path  # absolute path in the source tree (may be a symlink inside the tree)
@@ -97,11 +111,12 @@ def port_tree(
     required and is the only place written to. ``dry_run=True`` computes everything and writes
     nothing (``out`` may then be omitted). ``on_ported(report, old, new)`` sees each change.
 
-    Raises :class:`PortPathError` for a missing source, an unsafe ``out`` or an escaping symlink.
+    Raises :class:`PortSourceNotFoundError` (a FileNotFoundError and a PortPathError) for a
+    missing source, :class:`PortPathError` for an unsafe ``out`` or an escaping symlink.
     """
     src_path = Path(src)
     if not src_path.exists():
-        raise PortPathError(f"source {str(src)!r} does not exist")
+        raise PortSourceNotFoundError(src)
     src_abs = src_path.resolve()
     single_file = src_abs.is_file()
     root = src_abs.parent if single_file else src_abs
@@ -115,6 +130,8 @@ def port_tree(
     else:
         items, notes = _plan(root, out_root if not in_place else None, rename_cu)
     _check_collisions(items, in_place)
+    if in_place:
+        _check_no_file_links([src_path] if single_file else [item.source for item in items])
 
     report = TreeReport(source=str(src), output=str(out if out is not None else src))
     report.notes.extend(notes)
@@ -270,6 +287,18 @@ def _check_collisions(items: List[_Item], in_place: bool) -> None:
                 raise PortPathError(
                     f"renaming {item.rel!r} to {item.dest_rel!r} would overwrite an existing file"
                 )
+
+
+def _check_no_file_links(paths: List[Path]) -> None:
+    links = [path for path in paths if path.is_symlink()]
+    if links:
+        named = ", ".join(f"{str(link)!r} -> {os.readlink(link)!r}" for link in links[:5])
+        more = f" and {len(links) - 5} more" if len(links) > 5 else ""
+        raise PortPathError(
+            f"cannot port in place through symlinks: {named}{more}; replace each link by a copy "
+            "of its target or remove it, or port into another directory with --out DIR "
+            "(nothing was changed)"
+        )
 
 
 # ---------------------------------------------------------------------- porting one file
