@@ -103,6 +103,30 @@ def test_library_and_symbol_mapping():
     assert sys.modules["ctypes"].PyDLL("libcurand.so.10").curandCreateGenerator is not None
 
 
+def test_musa_libraries_opened_by_their_own_names_answer_cuda_names():
+    # The published adapter's direction: a program (or a serving framework configured with
+    # VLLM_NCCL_SO_PATH=/path/libmccl.so) opens the MUSA library itself and binds CUDA names.
+    directory = _ctypes.musa_library_dir()
+    rt = CudaRT(f"{directory}/libmusart.so")
+    count = ctypes.c_int()
+    assert rt.funcs["cudaGetDeviceCount"](ctypes.byref(count)) == 0 and count.value == 2
+    assert rt.lib.musaMalloc is not None  # its own names still work
+    nccl = CDLL(f"{directory}/libmccl.so")
+    version = ctypes.c_int()
+    assert nccl.ncclGetVersion(ctypes.byref(version)) == 0 and version.value > 0
+    assert callable(CDLL(f"{directory}/libmublas.so").cublasCreate)
+    with pytest.raises(AttributeError, match="'cudaNoSuchThing'.*'musaNoSuchThing'"):
+        rt.lib.cudaNoSuchThing
+
+
+def test_library_names_given_as_bytes():
+    # On a machine with NVIDIA's toolkit registered with the loader, bytes used to bypass the
+    # translation and load NVIDIA's libcudart.
+    lib = CDLL(b"libcudart.so.12")
+    assert lib._name.endswith("libmusart.so") and lib.cudaMalloc is not None
+    assert CDLL(b"/usr/local/cuda/lib64/libnccl.so.2")._name.endswith("libmccl.so")
+
+
 def test_other_libraries_untouched():
     libc = CDLL("libc.so.6")
     assert type(libc) is _ctypes._RealCDLL

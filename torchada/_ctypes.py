@@ -30,6 +30,17 @@ def _rules() -> Tuple[list, Dict[str, Any]]:
     return libs, data
 
 
+@functools.lru_cache(maxsize=1)
+def _musa_rules() -> list:
+    # The other direction, from the same rows: a MUSA library opened by its own name or path
+    # (libmusart.so, /opt/musa/lib/libmccl.so.2) answers the CUDA names of its functions.
+    out = []
+    for _, rule in _rules()[0]:
+        stem = rule["musa"].split(".so")[0]
+        out.append((re.compile(re.escape(stem) + r"(\.so(\.\d+)*)?"), rule))
+    return out
+
+
 def musa_library_dir() -> Optional[str]:
     """Where MUSA's libraries are: the simulator's build directory, else ``$MUSA_HOME/lib``."""
     from . import _simulator
@@ -44,11 +55,15 @@ def musa_library_dir() -> Optional[str]:
 
 
 def map_library(name: "str | None") -> Tuple["str | None", Optional[Dict[str, Any]]]:
-    """``(path to load, rule)`` for a library name or path; the rule is None when it is no CUDA
-    library (then the path is returned unchanged)."""
+    """``(path to load, rule)`` for a library name or path; the rule is None when it is neither a
+    CUDA library nor a MUSA one (then the path is returned unchanged). A MUSA library keeps its
+    path and gets the rule that lets it answer CUDA function names."""
     if not name:
         return name, None
     base = os.path.basename(str(name))
+    for pattern, rule in _musa_rules():
+        if pattern.fullmatch(base):
+            return name, rule
     for pattern, rule in _rules()[0]:
         if pattern.fullmatch(base):
             target = rule["musa"]
@@ -67,7 +82,8 @@ def _symbol(rule: Dict[str, Any], name: str) -> str:
 
 
 class _MusaLibrary(_RealCDLL):
-    """A MUSA library reached under a CUDA name: functions answer to their CUDA names too."""
+    """A MUSA library, reached under its CUDA name or its own: functions answer to their CUDA
+    names too."""
 
     _torchada_rule: Dict[str, Any] = {}
     _torchada_cuda_name = ""
@@ -107,6 +123,8 @@ class _LoaderMeta(type):
 
 
 def _load(real: type, musa_type: type, name: Any, args: tuple, kwargs: dict) -> Any:
+    if isinstance(name, bytes):  # ctypes takes bytes paths too
+        name = os.fsdecode(name)
     path, rule = map_library(name) if isinstance(name, (str, os.PathLike)) else (name, None)
     if rule is None:
         return real(name, *args, **kwargs)
