@@ -41,13 +41,14 @@ EXPORTS = {
         musaGetLastError musaPeekAtLastError musaGetErrorString musaHostRegister
         musaHostUnregister musaMallocHost musaFreeHost musaIpcGetMemHandle musaIpcOpenMemHandle
         musaIpcCloseMemHandle musaDriverGetVersion musaRuntimeGetVersion musaDeviceCanAccessPeer
-        musaDeviceEnablePeerAccess""",
+        musaDeviceEnablePeerAccess musaDeviceReset""",
     "libmusa.so": """muInit muDriverGetVersion muDeviceGet muDeviceGetCount muDeviceGetAttribute
         muDeviceGetName muGetErrorString muCtxGetCurrent muMemAlloc muMemFree muMemcpyHtoD
         muMemcpyDtoH""",
     "libmccl.so": """mcclGetVersion mcclGetUniqueId mcclCommInitRank mcclCommDestroy mcclCommAbort
         mcclCommCount mcclCommUserRank mcclGetErrorString mcclAllReduce mcclBroadcast
-        mcclAllGather mcclReduceScatter mcclGroupStart mcclGroupEnd mcclSend mcclRecv""",
+        mcclAllGather mcclReduceScatter mcclReduce mcclGroupStart mcclGroupEnd mcclSend
+        mcclRecv""",
     "libmublas.so": """mublasCreate mublasDestroy mublasSetStream mublasGetStream mublasSgemm
         mublasSetMathMode mublasGetVersion""",
     "libmurand.so": """murandCreateGenerator murandDestroyGenerator
@@ -612,6 +613,7 @@ def mccl():
     lib.mcclBroadcast.argtypes = [vp, vp, size_t, i, i, vp, vp]
     lib.mcclAllGather.argtypes = [vp, vp, size_t, i, vp, vp]
     lib.mcclReduceScatter.argtypes = [vp, vp, size_t, i, i, vp, vp]
+    lib.mcclReduce.argtypes = [vp, vp, size_t, i, i, i, vp, vp]
     lib.mcclSend.argtypes = [vp, size_t, i, i, vp, vp]
     lib.mcclRecv.argtypes = [vp, size_t, i, i, vp, vp]
     for name in ("mcclCommDestroy", "mcclCommAbort"):
@@ -774,3 +776,36 @@ def test_mccl_16_bit_sums_round_like_torch(mccl, dtype, code):
     assert torch.equal(x.view(torch.int16), y.view(torch.int16))
     for comm in comms:
         mccl.mcclCommDestroy(comm)
+
+
+def test_mccl_reduce_writes_the_root_only(mccl):
+    n, root = 3, 1
+    comms = _comms(mccl, n)
+    inputs = [torch.arange(4.0) + 10 * r for r in range(n)]
+
+    def rank_fn(rank):
+        out = torch.full((4,), -1.0)
+        # NCCL lets ranks other than the root pass no receive buffer; rank 2 does.
+        recv = None if rank == 2 else out.data_ptr()
+        code = mccl.mcclReduce(
+            inputs[rank].data_ptr(), recv, 4, MCCL_FLOAT32, SUM, root, comms[rank], None
+        )
+        assert code == 0
+        return out
+
+    results = _run_ranks(rank_fn, n)
+    assert torch.equal(results[root], sum(inputs))
+    assert torch.equal(results[0], torch.full((4,), -1.0))  # not the root: untouched
+    for comm in comms:
+        assert mccl.mcclCommDestroy(comm) == 0
+
+
+def test_device_reset_frees_what_the_device_holds(musart):
+    free0, total = size_t(), size_t()
+    musart.musaMemGetInfo(ctypes.byref(free0), ctypes.byref(total))
+    ptrs = [_malloc(musart, 1 << 20) for _ in range(3)]
+    assert musart.musaDeviceReset() == musaSuccess
+    free1 = size_t()
+    musart.musaMemGetInfo(ctypes.byref(free1), ctypes.byref(total))
+    assert free1.value == free0.value
+    assert musart.musaFree(ptrs[0]) == musaErrorInvalidValue  # gone with the reset

@@ -65,7 +65,7 @@ typedef struct {
 
 static const char ID_MAGIC[8] = "mcclsim";
 
-enum { K_ALLREDUCE, K_BROADCAST, K_ALLGATHER, K_REDUCESCATTER };
+enum { K_ALLREDUCE, K_BROADCAST, K_ALLGATHER, K_REDUCESCATTER, K_REDUCE };
 
 /* One collective call, shared by the ranks that join it (the k-th call of each rank). */
 typedef struct coll {
@@ -427,6 +427,7 @@ static mcclResult_t execute(coll* c, int n) {
   switch (c->kind) {
     case K_ALLREDUCE:
     case K_REDUCESCATTER:
+    case K_REDUCE:
       if (reduce_all(scratch, c->send, n, 0, total, c->dtype, c->op) != 0) {
         free(scratch);
         return mcclSystemError;
@@ -440,6 +441,7 @@ static mcclResult_t execute(coll* c, int n) {
       break;
   }
   for (int r = 0; r < n; ++r) {
+    if (c->kind == K_REDUCE && r != c->root) continue; /* only the root receives */
     if (c->kind == K_REDUCESCATTER)
       memcpy(c->recv[r], scratch + r * c->count * es, c->count * es);
     else
@@ -497,7 +499,9 @@ static mcclResult_t finish(sim_comm* comm, coll* c, p2p* p) {
 static mcclResult_t post_collective(int kind, const void* sendbuff, void* recvbuff, size_t count,
                                     int dtype, int op, int root, mcclComm_t comm) {
   sim_comm* cm = live(comm);
-  if (cm == NULL || recvbuff == NULL || dtype < 0 || dtype >= mcclNumTypes || op < 0 ||
+  /* A reduce writes the root's buffer only: the others may pass none, as with NCCL. */
+  int needs_recv = kind != K_REDUCE || (cm != NULL && root == cm->rank);
+  if (cm == NULL || (recvbuff == NULL && needs_recv) || dtype < 0 || dtype >= mcclNumTypes || op < 0 ||
       op >= mcclNumOps || root < 0 || root >= cm->cl->nranks)
     return mcclInvalidArgument;
   if (sendbuff == NULL && (kind != K_BROADCAST || root == cm->rank)) return mcclInvalidArgument;
@@ -565,6 +569,12 @@ SIM_API mcclResult_t mcclReduceScatter(const void* sendbuff, void* recvbuff, siz
                                        int dtype, int op, mcclComm_t comm, musaStream_t stream) {
   (void)stream;
   return post_collective(K_REDUCESCATTER, sendbuff, recvbuff, recvcount, dtype, op, 0, comm);
+}
+
+SIM_API mcclResult_t mcclReduce(const void* sendbuff, void* recvbuff, size_t count, int dtype,
+                                int op, int root, mcclComm_t comm, musaStream_t stream) {
+  (void)stream;
+  return post_collective(K_REDUCE, sendbuff, recvbuff, count, dtype, op, root, comm);
 }
 
 static mcclResult_t post_p2p(int is_send, const void* sbuf, void* rbuf, size_t count, int dtype,

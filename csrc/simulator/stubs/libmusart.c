@@ -178,6 +178,27 @@ SIM_API musaError_t musaGetDeviceProperties(musaDeviceProp* prop, int device) {
 
 SIM_API musaError_t musaDeviceSynchronize(void) { return musaSuccess; }
 
+/* Destroys what this process holds on the current device: its allocations and the peer access
+ * it enabled (CUDA runtime clients call cudaDeviceReset when they tear down). */
+SIM_API musaError_t musaDeviceReset(void) {
+  pthread_mutex_lock(&g_lock);
+  alloc_node** link = &g_allocs;
+  while (*link != NULL) {
+    alloc_node* node = *link;
+    if (node->device == t_device) {
+      *link = node->next;
+      g_used[node->device] -= node->size;
+      free(node->ptr);
+      free(node);
+    } else {
+      link = &node->next;
+    }
+  }
+  g_peer[t_device] = 0;
+  pthread_mutex_unlock(&g_lock);
+  return musaSuccess;
+}
+
 SIM_API musaError_t musaDeviceCanAccessPeer(int* can_access, int device, int peer) {
   CHECK(can_access != NULL, musaErrorInvalidValue);
   CHECK(valid_device(device) && valid_device(peer), musaErrorInvalidDevice);

@@ -47,6 +47,7 @@ musaError_t musaDriverGetVersion(int* version);
 musaError_t musaRuntimeGetVersion(int* version);
 musaError_t musaGetDeviceCount(int* count);
 musaError_t musaDeviceSynchronize(void);
+musaError_t musaDeviceReset(void);
 
 #ifdef __cplusplus
 }
