@@ -127,6 +127,21 @@ def test_library_names_given_as_bytes():
     assert CDLL(b"/usr/local/cuda/lib64/libnccl.so.2")._name.endswith("libmccl.so")
 
 
+def test_references_taken_before_torchada_was_on():
+    # This module's `ctypes` is the original module, imported before torchada was enabled: its
+    # CDLL class and cdll loader answer CUDA names all the same, with str or bytes names.
+    lib = ctypes.CDLL("libcudart.so.12")
+    assert type(lib) is ctypes.CDLL and lib._name.endswith("libmusart.so")
+    count = ctypes.c_int()
+    assert lib.cudaGetDeviceCount(ctypes.byref(count)) == 0 and count.value == 2
+    nccl = ctypes.cdll.LoadLibrary(b"libnccl.so.2")
+    version = ctypes.c_int()
+    assert nccl.ncclGetVersion(ctypes.byref(version)) == 0 and version.value > 0
+    with pytest.raises(AttributeError, match="'cudaNoSuchThing'.*'musaNoSuchThing'"):
+        lib.cudaNoSuchThing
+    assert ctypes.CDLL("libm.so.6").cos is not None  # other libraries as they were
+
+
 def test_other_libraries_untouched():
     libc = CDLL("libc.so.6")
     assert type(libc) is _ctypes._RealCDLL

@@ -123,6 +123,7 @@ SUBSYSTEMS: List[str] = [
     "op_fills",
     "private_hooks",
     "cuda_home",
+    "ctypes",
 ]
 
 

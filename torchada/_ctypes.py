@@ -81,6 +81,21 @@ def _symbol(rule: Dict[str, Any], name: str) -> str:
     return name
 
 
+_real_getitem = _RealCDLL.__getitem__
+
+
+def _lookup(lib: Any, name: str) -> Any:
+    """Function ``name`` (a CUDA or a MUSA name) of a MUSA library ``lib``."""
+    musa_name = _symbol(lib._torchada_rule, name)
+    try:
+        return _real_getitem(lib, musa_name)
+    except AttributeError:
+        raise AttributeError(
+            f"{lib._torchada_cuda_name} (loaded as {lib._name}) has no function "
+            f"{name!r} (looked for MUSA's {musa_name!r})"
+        ) from None
+
+
 class _MusaLibrary(_RealCDLL):
     """A MUSA library, reached under its CUDA name or its own: functions answer to their CUDA
     names too."""
@@ -90,16 +105,8 @@ class _MusaLibrary(_RealCDLL):
 
     def __getitem__(self, name_or_ordinal: Any) -> Any:
         if not isinstance(name_or_ordinal, str):
-            return super().__getitem__(name_or_ordinal)
-        musa_name = _symbol(self._torchada_rule, name_or_ordinal)
-        try:
-            func = super().__getitem__(musa_name)
-        except AttributeError:
-            raise AttributeError(
-                f"{self._torchada_cuda_name} (loaded as {self._name}) has no function "
-                f"{name_or_ordinal!r} (looked for MUSA's {musa_name!r})"
-            ) from None
-        return func
+            return _real_getitem(self, name_or_ordinal)
+        return _lookup(self, name_or_ordinal)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") and name.endswith("__"):
@@ -183,3 +190,31 @@ def find_library(name: str) -> Optional[str]:
     if path and os.path.isabs(path):
         return path
     return _real_find_library(rule["musa"][3:].split(".so")[0])
+
+
+def install(patcher: Any) -> None:
+    """Make ``ctypes.CDLL`` objects created through references taken before torchada was on
+    (``from ctypes import CDLL`` at the top of a module imported first) behave as the proxy's:
+    CUDA library names load the MUSA library, and its functions answer to CUDA names."""
+    original_init = _RealCDLL.__init__
+    original_getitem = _RealCDLL.__getitem__
+
+    def __init__(self: Any, name: Any, *args: Any, **kwargs: Any) -> None:
+        rule = None
+        if not isinstance(self, _MusaLibrary) and isinstance(name, (str, bytes, os.PathLike)):
+            cuda_name = os.fsdecode(name)
+            path, rule = map_library(cuda_name)
+            if rule is not None:
+                self._torchada_rule = rule
+                self._torchada_cuda_name = cuda_name
+                name = path
+        original_init(self, name, *args, **kwargs)
+
+    def __getitem__(self: Any, name_or_ordinal: Any) -> Any:
+        if "_torchada_rule" in self.__dict__ and isinstance(name_or_ordinal, str):
+            return _lookup(self, name_or_ordinal)
+        return original_getitem(self, name_or_ordinal)
+
+    __init__.__wrapped__ = original_init  # type: ignore[attr-defined]
+    patcher.set_attr(_RealCDLL, "__init__", __init__)
+    patcher.set_attr(_RealCDLL, "__getitem__", __getitem__)
