@@ -45,3 +45,35 @@ def test_mapped_symbol(benchmark, libs):
             mapped.cudaMalloc
 
     benchmark(loop)
+
+
+@pytest.fixture(scope="module")
+def loaders(libs):
+    from torchada._ctypes import _RealCDLL
+    from torchada._simulator import sdk
+
+    path = str(sdk.library_paths()["libmusart.so"])
+    # ctypes' own CDLL and its __init__ as it is without torchada (wrapped while torchada is on).
+    plain_init = getattr(_RealCDLL.__init__, "__wrapped__", _RealCDLL.__init__)
+
+    def plain():
+        lib = _RealCDLL.__new__(_RealCDLL)
+        plain_init(lib, path)
+        return lib
+
+    def through_torchada():
+        return sys.modules["ctypes"].CDLL("libcudart.so.12")
+
+    return plain, through_torchada
+
+
+@pytest.mark.benchmark(group="ctypes: load the runtime library")
+def test_plain_load(benchmark, loaders):
+    mark(benchmark, "baseline")
+    benchmark(loaders[0])
+
+
+@pytest.mark.benchmark(group="ctypes: load the runtime library")
+def test_load_through_torchada(benchmark, loaders):
+    mark(benchmark, "candidate", target=1.2)
+    benchmark(loaders[1])

@@ -43,6 +43,19 @@ def _musa_rules() -> list:
 
 def musa_library_dir() -> Optional[str]:
     """Where MUSA's libraries are: the simulator's build directory, else ``$MUSA_HOME/lib``."""
+    # Asked at every library load; the answer changes only with the environment.
+    key = (os.environ.get("MUSA_HOME"), os.environ.get("MUSA_PATH"), _simulator_loaded())
+    return _musa_library_dir(key)
+
+
+def _simulator_loaded() -> bool:
+    from . import _simulator
+
+    return _simulator.is_active()
+
+
+@functools.lru_cache(maxsize=8)
+def _musa_library_dir(key: tuple) -> Optional[str]:
     from . import _simulator
 
     if _simulator.is_active():
@@ -54,24 +67,35 @@ def musa_library_dir() -> Optional[str]:
     return lib if os.path.isdir(lib) else None
 
 
+@functools.lru_cache(maxsize=64)
+def _musa_path(directory: Optional[str], target: str) -> str:
+    if directory and os.path.exists(os.path.join(directory, target)):
+        return os.path.join(directory, target)
+    return target  # let the dynamic loader search for it
+
+
 def map_library(name: "str | None") -> Tuple["str | None", Optional[Dict[str, Any]]]:
     """``(path to load, rule)`` for a library name or path; the rule is None when it is neither a
     CUDA library nor a MUSA one (then the path is returned unchanged). A MUSA library keeps its
     path and gets the rule that lets it answer CUDA function names."""
     if not name:
         return name, None
-    base = os.path.basename(str(name))
+    kind, rule = _classify(os.path.basename(str(name)))
+    if kind == "cuda":
+        return _musa_path(musa_library_dir(), rule["musa"]), rule
+    return name, rule
+
+
+@functools.lru_cache(maxsize=256)
+def _classify(base: str) -> Tuple[Optional[str], Optional[Dict[str, Any]]]:
+    """("musa" or "cuda", rule) for a library file name, (None, None) for any other."""
     for pattern, rule in _musa_rules():
         if pattern.fullmatch(base):
-            return name, rule
+            return "musa", rule
     for pattern, rule in _rules()[0]:
         if pattern.fullmatch(base):
-            target = rule["musa"]
-            directory = musa_library_dir()
-            if directory and os.path.exists(os.path.join(directory, target)):
-                return os.path.join(directory, target), rule
-            return target, rule  # let the dynamic loader search for it
-    return name, None
+            return "cuda", rule
+    return None, None
 
 
 def _symbol(rule: Dict[str, Any], name: str) -> str:

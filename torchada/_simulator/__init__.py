@@ -8,6 +8,7 @@ torch_musa lacks.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import os
@@ -62,7 +63,12 @@ def is_simulated(module: "ModuleType | None" = None) -> bool:
     see it half-imported)."""
     mod = sys.modules.get("torch_musa") if module is None else module
     origin = getattr(getattr(mod, "__spec__", None), "origin", None)
-    return bool(origin) and os.path.realpath(origin).startswith(SITE + os.sep)
+    return bool(origin) and _in_site(origin)
+
+
+@functools.lru_cache(maxsize=16)
+def _in_site(origin: str) -> bool:
+    return os.path.realpath(origin).startswith(SITE + os.sep)
 
 
 def is_active() -> bool:
