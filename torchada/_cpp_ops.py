@@ -27,6 +27,7 @@ from types import ModuleType
 from typing import Any, Dict, List, Optional, Sequence, Set
 
 from . import _native
+from ._env import flag
 
 logger = logging.getLogger("torchada")
 trace_logger = logging.getLogger("torchada.cpp_ops")
@@ -46,13 +47,9 @@ _active = False  # the subsystem is installed (torchada is on, on MUSA)
 _warned: Set[str] = set()
 
 
-def _truthy(value: Optional[str]) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
-
-
 def requested() -> bool:
     """``TORCHADA_ENABLE_CPP_OPS=1``: install torchada's own overrides."""
-    return _truthy(os.environ.get(ENABLE_ENV))
+    return flag(ENABLE_ENV)
 
 
 def _warn_once(key: str, msg: str, *args: Any) -> None:
@@ -64,8 +61,8 @@ def _warn_once(key: str, msg: str, *args: Any) -> None:
 def disabled_names(known: Sequence[str]) -> Set[str]:
     """The overrides ``TORCHADA_DISABLE_OP_OVERRIDE_<NAME>=1`` turn off; unknown names warn once."""
     out: Set[str] = set()
-    for var, value in os.environ.items():
-        if not var.startswith(DISABLE_PREFIX) or not _truthy(value):
+    for var in list(os.environ):
+        if not var.startswith(DISABLE_PREFIX) or not flag(var):
             continue
         name = var[len(DISABLE_PREFIX) :].lower()
         if name in known:
@@ -192,7 +189,7 @@ def install(patcher: Any) -> None:
         known = _known(modules)
         for module in modules:
             _install_from(module, patcher, known)
-        if modules and _truthy(os.environ.get(DEBUG_ENV)):
+        if modules and flag(DEBUG_ENV):
             _install_trace(patcher, modules)
         _active = True
 
@@ -231,7 +228,7 @@ def register(module: ModuleType) -> List[str]:
 
         patcher = Patcher()
         done = _install_from(module, patcher, _known([*others, module]))
-        if done and _truthy(os.environ.get(DEBUG_ENV)):
+        if done and flag(DEBUG_ENV):
             _install_trace(patcher, [module])
         return done
 

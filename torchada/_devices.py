@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import os
 import sys
 import threading
 from typing import Any, Callable, Dict, Optional, Tuple
@@ -56,6 +55,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 import torch
 
 from . import _native
+from ._env import flag
 
 logger = logging.getLogger("torchada")
 
@@ -70,10 +70,6 @@ _backend = "musa"
 _path: Optional[str] = None
 _warned: set = set()
 _warn_lock = threading.Lock()
-
-
-def _truthy(value: Optional[str]) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def _warn_once(cause: str, message: str, *args: Any) -> None:
@@ -291,7 +287,7 @@ def _install_common(patcher: Any, native: Any) -> None:
 
     _register_deserializer(patcher)
 
-    if _truthy(os.environ.get(CUDA_IS_MUSA_ENV)):
+    if flag(CUDA_IS_MUSA_ENV):
         base_is_cuda = torch._C.TensorBase.is_cuda.__get__
         backend = _backend
 

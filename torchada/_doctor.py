@@ -8,6 +8,8 @@ import platform
 import sys
 from typing import Any, Dict, List
 
+from ._env import flag
+
 OVERRIDE_OFF_PREFIX = "TORCHADA_DISABLE_OP_OVERRIDE_"
 
 SWITCHES = (
@@ -95,12 +97,7 @@ def warnings_for(info: Dict[str, Any]) -> List[str]:
     ops = info.get("op_overrides", {})
     if ops.get("target_arch_error"):
         out.append(ops["target_arch_error"])
-    truthy = {"1", "true", "yes", "on"}
-    if (
-        env.get("TORCHADA_SIMULATE", "").lower() in truthy
-        and info["torch_musa"]
-        and not info["simulated"]
-    ):
+    if flag("TORCHADA_SIMULATE", env) and info["torch_musa"] and not info["simulated"]:
         out.append("TORCHADA_SIMULATE is set but a real torch_musa is installed: it is ignored")
     if env.get("TORCH_DEVICE_BACKEND_AUTOLOAD") == "0":
         out.append(
@@ -118,9 +115,9 @@ def warnings_for(info: Dict[str, Any]) -> List[str]:
             f"torch is a CUDA build ({info['torch_cuda_build']}) and torch_musa is loaded: "
             "torch_musa expects a CPU build of torch"
         )
-    if env.get("TORCHADA_DISABLE", "").lower() in truthy and env.get("TORCHADA_ACTIVE"):
+    if flag("TORCHADA_DISABLE", env) and env.get("TORCHADA_ACTIVE"):
         out.append("TORCHADA_DISABLE wins over TORCHADA_ACTIVE: nothing is installed")
-    if env.get("TORCHADA_FORCE_CUDA_AVAILABLE", "").lower() in truthy:
+    if flag("TORCHADA_FORCE_CUDA_AVAILABLE", env):
         out.append(
             "TORCHADA_FORCE_CUDA_AVAILABLE: torch.cuda.is_available() answers for MUSA; "
             "libraries that then take CUDA-only paths may fail"

@@ -11,7 +11,6 @@ import functools
 import importlib
 import json
 import logging
-import os
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Dict, Optional
@@ -19,6 +18,7 @@ from typing import Any, Callable, Dict, Optional
 from torchada_hooks import ProxyModule
 
 from . import _device_args, _ledger
+from ._env import flag
 
 logger = logging.getLogger("torchada")
 
@@ -111,12 +111,7 @@ def _noting_is_available(original: Callable[[], bool], musa: ModuleType) -> Call
 
 
 def _force_cuda_available() -> bool:
-    return os.environ.get("TORCHADA_FORCE_CUDA_AVAILABLE", "").strip().lower() in (
-        "1",
-        "true",
-        "yes",
-        "on",
-    )
+    return flag("TORCHADA_FORCE_CUDA_AVAILABLE")
 
 
 class Redirector:
