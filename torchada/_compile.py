@@ -32,13 +32,11 @@ from typing import Any
 
 import torch
 
+from ._after_import import when_imported
+
 logger = logging.getLogger("torchada")
 
 _state: dict[str, Any] = {"patcher": None}
-_hooked: list[str] = []
-# Import finders our hooks put in sys.meta_path (wrapt's, at its first hook; wrapt never takes it
-# out): in place only while torchada is on, put back at the next enable for the hooks it serves.
-_finders: list[Any] = []
 
 
 def _backend() -> str:
@@ -211,7 +209,6 @@ def _treat_simulated_nodes_as_cpu(device: str, common: Any) -> None:
       pointwise-to-reduction reindexing, which only its SIMD (Triton-style) kernels support;
       with C++ loop groups they fail ("can't multiply sequence by non-int of type 'tuple'").
     """
-    import sys
 
     from torch._inductor import scheduler, utils
 
@@ -364,45 +361,12 @@ def _register_trace_rules(trace_rules: Any) -> None:
     _state["patcher"].set_attr(trace_rules, "get_torch_obj_rule_map", get_torch_obj_rule_map)
 
 
-def _when_imported(name: str, fn: Any) -> None:
-    import wrapt
-
-    def hook(module: Any) -> None:
-        if _state["patcher"] is None:  # disabled since (hooks stay registered once made)
-            return
-        try:
-            fn(module)
-        except Exception:  # an import must not fail because of torchada
-            logger.warning("torchada: could not adapt %s for MUSA", name, exc_info=True)
-
-    if name not in _hooked:
-        _hooked.append(name)
-        wrapt.register_post_import_hook(hook, name)
-    else:
-        module = sys.modules.get(name)
-        if module is not None:
-            hook(module)
-
-
-def _scope_finders(patcher: Any, before: list) -> None:
-    known = before + _finders
-    _finders.extend(f for f in sys.meta_path if not any(f is k for k in known))
-
-    def remove() -> None:
-        sys.meta_path[:] = [f for f in sys.meta_path if not any(f is x for x in _finders)]
-
-    patcher.on_undo(remove)
-
-
 def install(patcher: Any) -> None:
     _state["patcher"] = patcher
     patcher.on_undo(lambda: _state.update(patcher=None))
-    sys.meta_path[:0] = _finders
-    before = [f for f in sys.meta_path if not any(f is x for x in _finders)]
-    _when_imported("torch._dynamo.variables.ctx_manager", _register_device_context)
-    _when_imported("torch._dynamo.variables.torch", _register_constant_folds)
-    _when_imported("torch._dynamo.trace_rules", _register_trace_rules)
-    _when_imported("torch._inductor.codecache", _patch_codecache)
+    when_imported("torch._dynamo.variables.ctx_manager", _register_device_context, _state)
+    when_imported("torch._dynamo.variables.torch", _register_constant_folds, _state)
+    when_imported("torch._dynamo.trace_rules", _register_trace_rules, _state)
+    when_imported("torch._inductor.codecache", _patch_codecache, _state)
     if _simulated():
-        _when_imported("torch._inductor.codegen.common", _hook_backend_registration)
-    _scope_finders(patcher, before)
+        when_imported("torch._inductor.codegen.common", _hook_backend_registration, _state)

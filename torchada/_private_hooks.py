@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from ._compile import _when_imported
+from ._after_import import when_imported
 
 _state: dict = {"patcher": None}
 
@@ -47,5 +47,5 @@ def install(patcher: Any) -> None:
     patcher.on_undo(lambda: _state.update(patcher=None))
     if not hasattr(torch._C, "_cuda_getCurrentRawStream"):
         patcher.set_attr(torch._C, "_cuda_getCurrentRawStream", _raw_stream)
-    _when_imported("torch._inductor.autotune_process", _patch_autotune)
-    _when_imported("torch.nn.attention.flex_attention", _patch_flex_attention)
+    when_imported("torch._inductor.autotune_process", _patch_autotune, _state)
+    when_imported("torch.nn.attention.flex_attention", _patch_flex_attention, _state)
