@@ -56,9 +56,7 @@ def _simulator_loaded() -> bool:
 
 @functools.lru_cache(maxsize=8)
 def _musa_library_dir(key: tuple) -> Optional[str]:
-    from . import _simulator
-
-    if _simulator.is_active():
+    if key[2]:  # the simulator is loaded
         from ._simulator import sdk
 
         return str(sdk.library_dir())

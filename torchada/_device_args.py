@@ -102,12 +102,9 @@ def _required(fn: Any, params: List[str]) -> Tuple[str, ...]:
     )
 
 
-def _as_musa(value: Any) -> Any:
-    """The musa device a CUDA spec means, as the index when it has one (what torch_musa's
-    functions parse fastest) ; None when ``value`` is no CUDA spec."""
-    musa = _devices._cuda_to_musa(value)
-    if musa is None:
-        return None
+def _as_argument(musa: Any) -> Any:
+    """What a torch_musa function gets for the musa device a CUDA spec named: the index when it
+    has one (what torch_musa parses fastest), else the device."""
     return musa if musa.index is None else musa.index
 
 
@@ -118,16 +115,16 @@ def _translator(params: List[str], positions: Dict[str, int], fill: Tuple[str, .
             pos = positions.get(name)
             if pos is not None and pos < len(args):
                 value = args[pos]
-                musa = _as_musa(value)
+                musa = _devices._cuda_to_musa(value)
                 if musa is not None:
-                    args = args[:pos] + (musa,) + args[pos + 1 :]
-                    user, dev = value, _devices._cuda_to_musa(value)
+                    args = args[:pos] + (_as_argument(musa),) + args[pos + 1 :]
+                    user, dev = value, musa
             elif name in kwargs:
                 value = kwargs[name]
-                musa = _as_musa(value)
+                musa = _devices._cuda_to_musa(value)
                 if musa is not None:
-                    kwargs = {**kwargs, name: musa}
-                    user, dev = value, _devices._cuda_to_musa(value)
+                    kwargs = {**kwargs, name: _as_argument(musa)}
+                    user, dev = value, musa
             elif name in fill:
                 kwargs = {**kwargs, name: None}
         return args, kwargs, user, dev
@@ -165,13 +162,13 @@ def wrap(module_name: str, attr: str, value: Any, cuda_original: Any = None) -> 
             first = args[0]
             if first is None or first.__class__ is int:
                 return value(first)
-            musa = _as_musa(first)
+            musa = _devices._cuda_to_musa(first)
             if musa is None:
                 return value(first)
-            try:
-                return value(musa)
+            try:  # inline rather than _call_translated: this is the hot path
+                return value(_as_argument(musa))
             except Exception as err:
-                _devices._add_device_context(err, first, _devices._cuda_to_musa(first))
+                _devices._add_device_context(err, first, musa)
                 raise
         args, kwargs, user, dev = translate(args, kwargs)
         if user is None:
@@ -185,9 +182,8 @@ def wrap(module_name: str, attr: str, value: Any, cuda_original: Any = None) -> 
 def _patch_class(patcher: Any, cls: type, method: str, params: List[str]) -> None:
     original = vars(cls)[method]
     func = original.__func__ if isinstance(original, staticmethod) else original
-    sig = _signature(cls)
-    positions = {n: i for n, i in _positions(sig, params).items()}
     # __new__/__init__ receive the class or instance first.
+    positions = _positions(_signature(cls), params)
     translate = _translator(params, {n: i + 1 for n, i in positions.items()}, ())
 
     @functools.wraps(func)
