@@ -181,6 +181,41 @@ def test_cpu_untaxed_empty(benchmark, table, translated):
     )
 
 
+def test_cpu_is_cuda_untaxed(benchmark, table, translated):
+    stmt = "x.is_cuda"
+    best = across_processes([stmt])
+    figures = _figures(best["on"][stmt], best["off"][stmt])
+    x = torch.ones(8)
+    benchmark(lambda: x.is_cuda)
+    record(
+        benchmark,
+        table,
+        f"cpu {stmt} on vs off (processes) [{translated}]",
+        figures,
+        1.02,
+        method="subprocesses, timeit",
+    )
+
+
+def test_musa_is_cuda_and_device_equality_informational(benchmark, table, translated):
+    # Not targets: a musa tensor's is_cuda against a CPU tensor's (both torch's C getter, ours
+    # adds a device check), and a cuda/musa device comparison against a musa/musa one.
+    x, m = torch.ones(8), torch.ones(8, device="cuda")
+    cuda0, musa0 = torch.device("cuda", 0), torch.device("musa", 0)
+    rows = {
+        f"musa is_cuda vs cpu is_cuda [{translated}]": interleaved(
+            lambda: m.is_cuda, lambda: x.is_cuda
+        ),
+        f"cuda:0 == musa:0 vs musa:0 == musa:0 [{translated}]": interleaved(
+            lambda: cuda0 == musa0, lambda: musa0 == musa0
+        ),
+    }
+    benchmark(lambda: m.is_cuda)
+    for label, figures in rows.items():
+        table.append(dict(figures, case=label, target=None))
+        benchmark.extra_info[label] = figures["ratio"]
+
+
 def test_cpu_to_dtype_informational(benchmark, table, translated):
     # Not a target: what the Tensor.to replacement (for CUDA aliasing) costs a CPU .to().
     stmt = "x.to(torch.float64)"

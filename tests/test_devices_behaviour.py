@@ -64,12 +64,28 @@ def result(fn):
 
 
 # ---------------------------------------------------------------- identity
-def test_identity_is_honest():
+def test_identity_cuda_is_musa():
     t = torch.empty(2, device="cuda")
-    assert t.device.type == MUSA
+    assert t.device.type == MUSA  # the truth, for code that asks which backend
     assert t.device == dev0()
-    assert t.is_cuda is False
-    assert t.is_musa
+    assert t.is_cuda is True and t.is_musa
+    assert torch.empty(2).is_cuda is False
+    assert torch.empty(2, device="meta").is_cuda is False
+    from torchada import _devices
+
+    if _devices._path == "python":  # torch.device's comparison is C: only the native path has it
+        assert torch.device("cuda:0") != dev0()
+        return
+    # ... while a CUDA program's own checks hold: equal both ways, equal hashes, is_cuda.
+    cuda0 = torch.device("cuda", dev0().index)
+    assert t.device == cuda0 and cuda0 == t.device and not (t.device != cuda0)
+    assert hash(t.device) == hash(cuda0)
+    assert {cuda0: "weights"}[t.device] == "weights"
+    assert {t.device, cuda0} == {t.device}
+    assert torch.device("cuda") == torch.device(MUSA)  # no index on either side
+    assert torch.device("cuda") != dev0()  # index-less is not device 0, as on CUDA
+    assert torch.device("cuda:1") != torch.device(MUSA, 0)
+    assert torch.device("cuda:0") != torch.device("cpu")
     import torchada
 
     assert torchada.is_gpu_device(t)

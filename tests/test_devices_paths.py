@@ -293,18 +293,40 @@ def test_build_failure_falls_back_to_python(py, tmp_path):
     assert len(out["warnings"]) == 1  # once per process, not once per enable()
 
 
-def test_cuda_is_musa_opt_in(py):
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_cuda_is_musa_by_default_and_switch_keeps_torchs_answers(py, native):
     code = """
         _simulator.activate()
         assert torchada.enable()
         t = torch.empty(1, device="cuda")
-        print(json.dumps({"musa": t.is_cuda, "cpu": torch.empty(1).is_cuda,
-                          "type": t.device.type}))
+        cuda0 = torch.device("cuda:0")
+        state = {"musa": t.is_cuda, "cpu": torch.empty(1).is_cuda, "type": t.device.type,
+                 "equal": t.device == cuda0, "hash": hash(t.device) == hash(cuda0)}
+        torchada.disable()
+        state["after_disable"] = [t.is_cuda, t.device == cuda0]
+        print(json.dumps(state))
     """
-    honest, _ = _run(py, code)
-    assert honest == {"musa": False, "cpu": False, "type": "musa"}
-    opted, _ = _run(py, code, env={"TORCHADA_CUDA_IS_MUSA": "1"})
-    assert opted == {"musa": True, "cpu": False, "type": "musa"}
+    env = {"TORCHADA_NATIVE": native}
+    default, _ = _run(py, code, env=env)
+    # The Python path cannot change torch.device's comparison (a C type); it says so once.
+    equal = native == "1"
+    assert default == {
+        "musa": True,
+        "cpu": False,
+        "type": "musa",
+        "equal": equal,
+        "hash": equal,
+        "after_disable": [False, False],
+    }
+    honest, _ = _run(py, code, env={**env, "TORCHADA_CUDA_IS_MUSA": "0"})
+    assert honest == {
+        "musa": False,
+        "cpu": False,
+        "type": "musa",
+        "equal": False,
+        "hash": False,
+        "after_disable": [False, False],
+    }
 
 
 def test_child_processes_inherit_translation(py):

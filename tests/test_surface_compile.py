@@ -107,6 +107,38 @@ def test_fx_graph_module_holding_device_constants():
     torch.testing.assert_close(torch.compile(gm, backend="aot_eager")(x), expected)
 
 
+def _creates_on_cuda(x):
+    # What CUDA programs write inside compiled code: "cuda" strings and devices, x.device, and a
+    # comparison of a tensor's device with a CUDA device.
+    y = torch.ones(3, device="cuda") + torch.tensor([1.0, 2.0, 3.0], device=torch.device("cuda"))
+    z = torch.zeros_like(x, device=x.device) + torch.arange(3, device="cuda:0")
+    if x.device == torch.device("cuda:0") and x.is_cuda:
+        z = z * 2
+    return x + y + z.to("cuda"), torch.empty(3, device="cuda").device
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_compiled_code_creating_tensors_on_cuda_matches_eager(backend):
+    x = torch.arange(3.0, device="cuda")
+    expected, expected_device = _creates_on_cuda(x)
+    assert expected_device == torch.device("musa", 0)
+    torch._dynamo.reset()
+    out, device = torch.compile(_creates_on_cuda, backend=backend, fullgraph=True)(x)
+    torch.testing.assert_close(out, expected)
+    assert out.device == torch.device("musa", 0) and device.type == "musa"
+
+
+def test_fake_tensors_created_on_cuda_sit_on_musa():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode() as mode:
+        fake = torch.ones(2, device="cuda")
+        moved = torch.empty(2).to("cuda:1")
+        assert (fake * mode.from_tensor(torch.ones(2, device="musa"))).device.type == "musa"
+    assert fake.device == torch.device("musa", 0) and fake.device.type == "musa"
+    assert moved.device.type == "musa" and moved.device.index == 1
+
+
 def test_inductor_on_the_simulator():
     from torch._inductor.codecache import CacheBase
     from torch._inductor.codegen import common
@@ -176,7 +208,20 @@ def test_disable_restores_inductor_hooks():
     patched_registration = common.init_backend_registration
     patched_is_cpu = scheduler.BaseSchedulerNode.is_cpu
     patched_backend = utils.get_current_backend
+    from torch._dynamo.variables.tensor import TensorVariable
+    from torch._inductor.graph import GraphLowering
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    patched = [
+        (GraphLowering, "call_function", GraphLowering.call_function),
+        (TensorVariable, "method_attr_is_cuda", TensorVariable.method_attr_is_cuda),
+        (FakeTensor, "_normalize_fake_device", FakeTensor._normalize_fake_device),
+    ]
     torchada.disable()
+    for owner, name, ours in patched:
+        assert getattr(owner, name) is not ours, name
+    with torch._subclasses.fake_tensor.FakeTensorMode():
+        assert torch.ones(1, device="cuda").device.type == "cuda"  # torch's answer again
     try:
         assert CacheBase.get_system is patched_get_system.__wrapped__
         assert common.init_backend_registration is patched_registration.__wrapped__

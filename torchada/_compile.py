@@ -15,6 +15,9 @@ Inductor eagerly would cost seconds), or at once if it already is:
   ``torch.version.cuda`` is None (it takes that for ROCm). On MUSA those are torch_musa's
   properties, which have no such field: the key is made from the MUSA device's name and
   ``torch.version.musa`` instead.
+* Tracing sees the devices eager code runs on: Dynamo's ``x.is_cuda`` is True for musa tensors
+  (as eager ``is_cuda`` is), and Inductor lowers device arguments written as "cuda" (a node's
+  ``device="cuda"``) as musa ones. Fake tensors' devices are translated in ``_devices``.
 * On the torch_musa simulator only, Inductor is given a code generator for the musa device: its
   C++ CPU kernels, which read simulated musa tensors (host memory) directly. It is registered
   when Inductor registers its backends, and only if nothing serves "musa" by then: real
@@ -361,12 +364,54 @@ def _register_trace_rules(trace_rules: Any) -> None:
     _state["patcher"].set_attr(trace_rules, "get_torch_obj_rule_map", get_torch_obj_rule_map)
 
 
+def _patch_tensor_variable(tensor_variables: Any) -> None:
+    # Dynamo answers ``x.is_cuda`` from the traced device's type, not from the tensor: make it
+    # agree with eager code, where musa tensors answer True (torchada._devices.cuda_is_musa).
+    from ._devices import cuda_is_musa
+
+    cls = tensor_variables.TensorVariable
+    original = cls.method_attr_is_cuda
+
+    @functools.wraps(original)
+    def method_attr_is_cuda(self: Any, tx: Any) -> Any:
+        device = self.device
+        if device is not None and device.type == _backend() and cuda_is_musa():
+            from torch._dynamo.variables.base import VariableTracker
+
+            return VariableTracker.build(tx, True)
+        return original(self, tx)
+
+    _state["patcher"].set_attr(cls, "method_attr_is_cuda", method_attr_is_cuda)
+
+
+def _translate_lowering_devices(graph: Any) -> None:
+    # A graph node's device arguments are what the program wrote (``torch.ones(3,
+    # device="cuda")``); the fake values they produced are on musa already. Inductor lowers
+    # from the arguments, so it would plan a CUDA kernel beside musa ones ("Does not support
+    # mixing musa+cuda"): read them as eager code does, at compile time only.
+    from torch.utils._pytree import tree_map_only
+
+    from ._devices import translate_device
+
+    cls = graph.GraphLowering
+    original = cls.call_function
+
+    @functools.wraps(original)
+    def call_function(self: Any, target: Any, args: Any, kwargs: Any) -> Any:
+        args, kwargs = tree_map_only(torch.device, translate_device, (args, kwargs))
+        return original(self, target, args, kwargs)
+
+    _state["patcher"].set_attr(cls, "call_function", call_function)
+
+
 def install(patcher: Any) -> None:
     _state["patcher"] = patcher
     patcher.on_undo(lambda: _state.update(patcher=None))
     when_imported("torch._dynamo.variables.ctx_manager", _register_device_context, _state)
     when_imported("torch._dynamo.variables.torch", _register_constant_folds, _state)
     when_imported("torch._dynamo.trace_rules", _register_trace_rules, _state)
+    when_imported("torch._dynamo.variables.tensor", _patch_tensor_variable, _state)
+    when_imported("torch._inductor.graph", _translate_lowering_devices, _state)
     when_imported("torch._inductor.codecache", _patch_codecache, _state)
     if _simulated():
         when_imported("torch._inductor.codegen.common", _hook_backend_registration, _state)

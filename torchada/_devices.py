@@ -6,13 +6,14 @@ device="cuda")``, ``torch.load(..., map_location="cuda")``: a ``cuda[:N]`` devic
 ``musa[:N]``. Anything else is left to torch, so malformed devices fail exactly as the same device
 spelled with "musa" would, with a message naming what the user wrote.
 
-Identity is honest: tensors live on MUSA, so ``tensor.device.type == "musa"`` and
-``tensor.is_cuda is False``. ``torch.device("cuda")`` itself stays a cuda device (it is only a
-name until something is allocated with it). Code that tests ``x.device.type == "cuda"`` should use
-``torchada.is_gpu_device(x)``; :func:`translate_device` gives the musa device a CUDA spec means.
-``TORCHADA_CUDA_IS_MUSA=1`` opts in to ``tensor.is_cuda`` answering True for musa tensors (a
-Python property instead of torch's C getter: slower, so off by default); ``device.type`` cannot
-be changed.
+Identity: a CUDA program's own checks hold. ``tensor.is_cuda`` is True for musa tensors, and
+``torch.device("cuda:N")`` compares equal to (and hashes like) ``musa:N`` both ways, so ``assert
+t.device == device`` and dicts keyed by devices work; ``tensor.device.type`` still says "musa"
+(code that must know the backend asks it). Both are done in torch's C type slots by the native
+library, at native cost; ``TORCHADA_CUDA_IS_MUSA=0`` keeps torch's answers. On the Python path
+``is_cuda`` is a (slower) property and devices compare as torch compares them. Fake tensors
+(``torch.compile``, ``FakeTensorMode``) made on "cuda" sit on musa, as eager tensors do.
+:func:`translate_device` gives the musa device a CUDA spec means.
 
 Two implementations, chosen once per process by :func:`install`:
 
@@ -55,6 +56,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 import torch
 
 from . import _native
+from ._after_import import when_imported
 from ._env import flag
 
 logger = logging.getLogger("torchada")
@@ -69,6 +71,8 @@ _by_index: Dict[Optional[int], Any] = {}
 _backend = "musa"
 _path: Optional[str] = None
 _warned: set = set()
+_state: Dict[str, Any] = {"patcher": None}
+_identity = {"on": False}  # for patches made when a torch module is imported
 _warn_lock = threading.Lock()
 
 
@@ -287,14 +291,69 @@ def _install_common(patcher: Any, native: Any) -> None:
 
     _register_deserializer(patcher)
 
-    if flag(CUDA_IS_MUSA_ENV):
-        base_is_cuda = torch._C.TensorBase.is_cuda.__get__
-        backend = _backend
+    _install_identity(patcher, native)
+    _state["patcher"] = patcher
+    patcher.on_undo(lambda: _state.update(patcher=None))
+    when_imported("torch._subclasses.fake_tensor", _patch_fake_devices, _state)
 
-        def is_cuda(self) -> bool:
-            return base_is_cuda(self) or self.device.type == backend
 
-        patcher.set_attr(torch.Tensor, "is_cuda", property(is_cuda, doc="True on CUDA or MUSA"))
+def _patch_fake_devices(fake_tensor: Any) -> None:
+    """Fake tensors (``torch.compile``, ``FakeTensorMode``, meta-device tracing) get the device
+    eager code would allocate on: tracing never reaches the allocation kernels that read "cuda"
+    as "musa", so a fake ``torch.ones(3, device="cuda")`` would sit on "cuda" beside musa inputs
+    ("Tensor device mismatch"). Every fake tensor's device passes through this normaliser."""
+    cls = fake_tensor.FakeTensor
+    normalize = cls.__dict__.get("_normalize_fake_device")
+    if not isinstance(normalize, staticmethod):
+        logger.warning(
+            "torchada: this torch's FakeTensor has no _normalize_fake_device; compiled code that "
+            "creates tensors on 'cuda' may see them on 'cuda' rather than '%s'",
+            _backend,
+        )
+        return
+    original = normalize.__func__
+
+    def normalize_fake_device(device: Any) -> Any:
+        dev = _cuda_to_musa(device)
+        return original(device if dev is None else dev)
+
+    normalize_fake_device.__doc__ = original.__doc__
+    _state["patcher"].set_attr(cls, "_normalize_fake_device", staticmethod(normalize_fake_device))
+
+
+def cuda_is_musa() -> bool:
+    """Whether ``tensor.is_cuda`` answers True for musa tensors now (torchada on, and
+    ``TORCHADA_CUDA_IS_MUSA`` not 0); code that computes ``is_cuda`` itself (Dynamo) asks this."""
+    return _identity["on"]
+
+
+def _install_identity(patcher: Any, native: Any) -> None:
+    """``tensor.is_cuda`` on musa tensors and ``torch.device("cuda:N") == musa:N``, unless
+    ``TORCHADA_CUDA_IS_MUSA=0`` keeps torch's answers."""
+    if not flag(CUDA_IS_MUSA_ENV, default=True):
+        return
+    _identity["on"] = True
+    patcher.on_undo(lambda: _identity.update(on=False))
+    if native is not None:
+        # In torch's type slots: native cost, CPU tensors included.
+        native.set_cuda_is_musa(True)
+        patcher.on_undo(lambda: native.set_cuda_is_musa(False))
+        return
+    _warn_once(
+        "identity:python",
+        "torchada: without the native library torch.device('cuda:N') does not compare equal to "
+        "'%s:N' and tensor.is_cuda is a Python property (slower); set %s=0 to keep torch's "
+        "is_cuda",
+        _backend,
+        CUDA_IS_MUSA_ENV,
+    )
+    base_is_cuda = torch._C.TensorBase.is_cuda.__get__
+    backend = _backend
+
+    def is_cuda(self) -> bool:
+        return base_is_cuda(self) or self.device.type == backend
+
+    patcher.set_attr(torch.Tensor, "is_cuda", property(is_cuda, doc="True on CUDA or MUSA"))
 
 
 # ---------------------------------------------------------------- torch.load

@@ -17,9 +17,10 @@ OFF = frozenset(("", "0", "false", "no", "off"))
 _warned: Set[Tuple[str, str]] = set()
 
 
-def flag(name: str, environ: Optional[Mapping[str, str]] = None) -> bool:
-    """Whether switch ``name`` is on: ``1``/``true``/``yes``/``on`` (any case) mean on, unset,
-    empty, ``0``/``false``/``no``/``off`` mean off; anything else is off with a warning.
+def flag(name: str, environ: Optional[Mapping[str, str]] = None, default: bool = False) -> bool:
+    """Whether switch ``name`` is on: ``1``/``true``/``yes``/``on`` (any case) mean on,
+    ``0``/``false``/``no``/``off`` mean off, unset or empty mean ``default``; anything else is
+    ``default`` with a warning.
 
     Example::
 
@@ -30,18 +31,20 @@ def flag(name: str, environ: Optional[Mapping[str, str]] = None) -> bool:
     """
     raw = (os.environ if environ is None else environ).get(name)
     if raw is None:
-        return False
+        return default
     value = raw.strip().lower()
     if value in ON:
         return True
+    if not value:
+        return default
     if value not in OFF and (name, raw) not in _warned:
         _warned.add((name, raw))
         import warnings
 
         warnings.warn(
-            f"{name}={raw!r} is not an on/off value, so it counts as off; "
-            f"use {name}=1 to turn it on or {name}=0 (or leave it unset) for off",
+            f"{name}={raw!r} is not an on/off value, so it counts as {'on' if default else 'off'}"
+            f"; use {name}=1 to turn it on or {name}=0 to turn it off",
             RuntimeWarning,
             stacklevel=2,
         )
-    return False
+    return default if value not in OFF else False

@@ -21,21 +21,16 @@
 #include <vector>
 
 namespace torchada_native {
+
 namespace {
+std::array<PyObject*, 130> g_musa_devices{};  // musa:<index>, slot index + 1 (index -1 .. 128)
+}  // namespace
 
-constexpr c10::DeviceType kCuda = c10::DeviceType::CUDA;
-constexpr c10::DeviceType kMusa = c10::DeviceType::PrivateUse1;
-
-PyObject* g_prev_to = nullptr;                   // the Tensor.to this one calls (strong reference)
-std::array<PyObject*, 130> g_musa_devices{};     // musa:<index>, slot index + 1 (index -1 .. 128)
-PyObject* g_last_spec = nullptr;                 // one-entry cache: most programs use one string
-PyObject* g_last_device = nullptr;
-std::string g_to_doc;
-
-// New reference to torch.device("musa", index).
 PyObject* musa_device(c10::DeviceIndex index) {
   const size_t slot = static_cast<size_t>(static_cast<int>(index) + 1);
-  if (slot >= g_musa_devices.size()) return THPDevice_New(c10::Device(kMusa, index));
+  if (slot >= g_musa_devices.size()) {
+    return THPDevice_New(c10::Device(kMusa, index));
+  }
   if (g_musa_devices[slot] == nullptr) {
     g_musa_devices[slot] = THPDevice_New(c10::Device(kMusa, index));
     if (g_musa_devices[slot] == nullptr) return nullptr;
@@ -43,6 +38,13 @@ PyObject* musa_device(c10::DeviceIndex index) {
   Py_INCREF(g_musa_devices[slot]);
   return g_musa_devices[slot];
 }
+
+namespace {
+
+PyObject* g_prev_to = nullptr;                   // the Tensor.to this one calls (strong reference)
+PyObject* g_last_spec = nullptr;                 // one-entry cache: most programs use one string
+PyObject* g_last_device = nullptr;
+std::string g_to_doc;
 
 // torch's own parser, so that a malformed string fails with torch's error (naming the string).
 // Kept out of the hot path: translating C++ exceptions costs a warning-handler swap per call.

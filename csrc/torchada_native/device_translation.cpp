@@ -29,9 +29,6 @@
 namespace torchada_native {
 namespace {
 
-constexpr c10::DeviceType kCuda = c10::DeviceType::CUDA;
-constexpr c10::DeviceType kMusa = c10::DeviceType::PrivateUse1;
-
 std::atomic<bool> g_enabled{false};
 std::mutex g_register_mutex;
 bool g_registered = false;
@@ -42,9 +39,7 @@ constexpr const char* kSwitchedOff =
 
 inline bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
 
-inline c10::Device to_musa(c10::Device d) {
-  return d.type() == kCuda ? c10::Device(kMusa, d.index()) : d;
-}
+using ::torchada_native::to_musa;  // the Device overload, beside the Stream one below
 inline c10::Device to_cuda(c10::Device d) {
   return d.type() == kMusa ? c10::Device(kCuda, d.index()) : d;
 }

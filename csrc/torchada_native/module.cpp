@@ -6,5 +6,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "torchada native helpers; use through torchada._native";
   torchada_native::init_device_translation(m);
   torchada_native::init_device_methods(m);
+  torchada_native::init_device_identity(m);
   torchada_native::init_op_overrides(m);
 }

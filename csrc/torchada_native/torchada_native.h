@@ -9,11 +9,25 @@
 
 namespace torchada_native {
 
+constexpr c10::DeviceType kCuda = c10::DeviceType::CUDA;
+constexpr c10::DeviceType kMusa = c10::DeviceType::PrivateUse1;
+
+// The device a CUDA device stands for: musa with the same index; any other device unchanged.
+inline c10::Device to_musa(c10::Device d) {
+  return d.type() == kCuda ? c10::Device(kMusa, d.index()) : d;
+}
+
+// New reference to torch.device("musa", index), cached per index (nullptr with an error set).
+PyObject* musa_device(c10::DeviceIndex index);
+
 // "cuda" devices served by the MUSA (PrivateUse1) backend: see device_translation.cpp.
 void init_device_translation(pybind11::module_& m);
 
 // Tensor.to reading "cuda" devices as MUSA ones before torch compares devices: device_methods.cpp.
 void init_device_methods(pybind11::module_& m);
+
+// torch.device("cuda:N") == musa:N and Tensor.is_cuda on musa tensors: device_identity.cpp.
+void init_device_identity(pybind11::module_& m);
 
 // Operator overrides for the MUSA key, installed one by one from Python: op_overrides.cpp.
 void init_op_overrides(pybind11::module_& m);
