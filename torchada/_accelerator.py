@@ -21,6 +21,8 @@ from typing import Any
 import torch
 import torch.accelerator as _acc
 
+from ._devices import musa_spec
+
 logger = logging.getLogger("torchada")
 
 
@@ -43,10 +45,7 @@ def _backend() -> str:
 
 def _get_device_index(device: Any, optional: bool = False) -> int:
     """torch's rule, with a cuda device read as the musa device of the same index."""
-    if isinstance(device, str) and device.split(":")[0] == "cuda":
-        device = torch.device(device)
-    if isinstance(device, torch.device) and device.type == "cuda":
-        device = torch.device(_backend(), device.index)
+    device = musa_spec(device)
     if _torch_get_device_index is None:
         return torch.musa.core._utils._get_musa_device_index(device, optional)
     return _torch_get_device_index(device, optional)

@@ -22,14 +22,7 @@ from typing import Any, Callable
 
 import torch
 
-_CUDA = "cuda"
-
-
-def musa_device_type(device_type: Any) -> Any:
-    """``"cuda"`` -> the MUSA backend's name; anything else unchanged (torch judges it)."""
-    if isinstance(device_type, str) and device_type == _CUDA:
-        return torch._C._get_privateuse1_backend_name()
-    return device_type
+from ._devices import musa_device_type
 
 
 def _wrap_device_first(fn: Callable) -> Callable:

@@ -22,7 +22,7 @@ import torch
 import torch.library
 from torch._library import custom_ops
 
-from ._amp import musa_device_type
+from ._devices import musa_device_type
 
 logger = logging.getLogger("torchada")
 

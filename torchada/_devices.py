@@ -118,6 +118,33 @@ def _cuda_to_musa(spec: Any) -> Any:
     return result
 
 
+def musa_spec(spec: Any) -> Any:
+    """``spec`` with a CUDA device (string or ``torch.device``) read as the musa one; anything
+    else (ints, None, musa or CPU devices, junk) unchanged, for the callee to judge.
+
+    Example::
+
+        >>> musa_spec("cuda:1"), musa_spec(1)  # doctest: +SKIP
+        (device(type='musa', index=1), 1)
+    """
+    dev = _cuda_to_musa(spec)
+    return spec if dev is None else dev
+
+
+def musa_device_type(device_type: Any) -> Any:
+    """For APIs that take a device *type* (autocast, ``init_device_mesh``, profilers, the device
+    part of ``"cuda:nccl"``): ``"cuda"`` is the MUSA backend's name; anything else is unchanged.
+
+    Example::
+
+        >>> musa_device_type("cuda"), musa_device_type("cpu")  # doctest: +SKIP
+        ('musa', 'cpu')
+    """
+    if device_type == "cuda" and isinstance(device_type, str):
+        return _backend
+    return device_type
+
+
 def translate_device(spec: Any) -> Any:
     """``torch.device`` for ``spec``, with ``cuda[:N]`` read as ``musa[:N]``.
 

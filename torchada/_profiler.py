@@ -26,6 +26,8 @@ from typing import Any
 import torch
 from torch._C._profiler import ProfilerActivity
 
+from ._devices import musa_spec
+
 _CUDA = ProfilerActivity.CUDA
 _MUSA = ProfilerActivity.PrivateUse1
 
@@ -114,9 +116,7 @@ def _patch_autograd_profile(patcher: Any, original_supported: Any) -> None:
         bound = signature.bind(self, *args, **kwargs)
         arguments = bound.arguments
         use_device = arguments.get("use_device")
-        wants_cuda = arguments.get("use_cuda") or (
-            isinstance(use_device, str) and use_device.split(":")[0] == "cuda"
-        )
+        wants_cuda = arguments.get("use_cuda") or musa_spec(use_device) is not use_device
         if wants_cuda:
             arguments["use_cuda"] = False
             arguments["use_device"] = backend

@@ -7,6 +7,7 @@ from typing import Any, Optional
 
 import torch
 
+from .. import _devices
 from ._warn import warn_once
 
 _fraction: dict = {}
@@ -77,7 +78,7 @@ def get_stream_from_external(data_ptr: int, device: Any = None):
 def caching_allocator_alloc(size: int, device: Any = None, stream: Any = None) -> int:
     # Emulated with a byte tensor kept alive until caching_allocator_delete.
     idx = _musa().core._utils._get_musa_device_index(device, optional=True)
-    block = torch.empty(int(size), dtype=torch.uint8, device=torch.device("musa", idx))
+    block = torch.empty(int(size), dtype=torch.uint8, device=_devices._musa(idx))
     ptr = block.data_ptr()
     _blocks[ptr] = block
     return ptr
@@ -110,10 +111,7 @@ def is_available() -> bool:
 
 def _get_device_index(device: Any, optional: bool = False, allow_cpu: bool = False) -> int:
     """torch.cuda._get_device_index for MUSA: "cuda" devices count as musa ones."""
-    if isinstance(device, str):
-        device = torch.device(device)
-    if isinstance(device, torch.device) and device.type == "cuda":
-        device = torch.device("musa", device.index) if device.index is not None else "musa"
+    device = _devices.musa_spec(device)
     return _musa().core._utils._get_musa_device_index(device, optional, allow_cpu)
 
 

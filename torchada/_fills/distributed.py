@@ -23,6 +23,9 @@ import torch.distributed as _dist
 import torch.distributed.device_mesh as _device_mesh
 from torch.distributed import distributed_c10d as _c10d
 
+from .. import _devices
+from .._devices import musa_device_type
+
 _init_process_group = _c10d.init_process_group
 _init_device_mesh = _device_mesh.init_device_mesh
 
@@ -36,24 +39,21 @@ def translate_backend(backend: Any) -> Any:
     parts = []
     for item in backend.split(","):
         device, _, name = item.partition(":")
-        device = "musa" if device.strip().lower() == "cuda" else device
+        device = musa_device_type(device.strip())
         name = "mccl" if name.strip().lower() == "nccl" else name
         parts.append(f"{device}:{name}")
     return ",".join(parts)
 
 
 def translate_device(device: Any) -> Any:
+    """``device_id`` of ``init_process_group``: an int or a CUDA device is the musa device of that
+    index (the current one when none is given, as torch needs an index there)."""
     if isinstance(device, int) and not isinstance(device, bool):
-        return torch.device("musa", device)
-    if isinstance(device, str) and device.split(":")[0] == "cuda":
-        device = torch.device(device)
-    if isinstance(device, torch.device) and device.type == "cuda":
-        return (
-            torch.device("musa", device.index)
-            if device.index is not None
-            else torch.device("musa", torch.musa.current_device())
-        )
-    return device
+        return _devices._musa(device)
+    dev = _devices._cuda_to_musa(device)
+    if dev is None:
+        return device
+    return dev if dev.index is not None else _devices._musa(torch.musa.current_device())
 
 
 @functools.wraps(_init_process_group)
@@ -110,9 +110,7 @@ new_subgroups_by_enumeration = _group_factory(_c10d.new_subgroups_by_enumeration
 
 @functools.wraps(_init_device_mesh)
 def init_device_mesh(device_type: str, *args: Any, **kwargs: Any) -> Any:
-    if isinstance(device_type, str) and device_type.lower() == "cuda":
-        device_type = "musa"
-    return _init_device_mesh(device_type, *args, **kwargs)
+    return _init_device_mesh(musa_device_type(device_type), *args, **kwargs)
 
 
 def is_nccl_available() -> bool:

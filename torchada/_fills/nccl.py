@@ -9,4 +9,5 @@ def version():
 
 
 def is_available(tensors) -> bool:
-    return all(t.device.type == "musa" and t.is_contiguous() for t in tensors)
+    backend = torch._C._get_privateuse1_backend_name()
+    return all(t.device.type == backend and t.is_contiguous() for t in tensors)
