@@ -361,6 +361,33 @@ def test_module_moves():
     assert out.device == dev0()
 
 
+def test_module_moves_keep_parameter_objects_so_an_earlier_optimizer_trains_them():
+    # CUDA programs (and accelerate's prepare) make the optimizer before moving the model.
+    torch.manual_seed(0)
+    m = torch.nn.Linear(3, 1)
+    params = list(m.parameters())
+    opt = torch.optim.SGD(m.parameters(), lr=0.5)
+    m.cuda()
+    assert [p is q for p, q in zip(params, m.parameters())] == [True, True]
+    assert all(p.device == dev0() for p in params)
+    before = m.weight.detach().clone()
+    m(torch.ones(2, 3, device="cuda")).sum().backward()
+    opt.step()
+    torch.testing.assert_close(m.weight.detach(), before - 0.5 * 2)  # d(sum)/dw = 2 per entry
+    m.to("cuda:1", torch.float64)
+    m.cpu()
+    assert params[0] is m.weight and m.weight.device.type == "cpu"
+    assert m.weight.dtype == torch.float64
+    # What torch decides elsewhere is unchanged: meta and CPU/musa views of other layouts.
+    assert not torch._has_compatible_shallow_copy_type(
+        torch.ones(1, device="musa"), torch.ones(1, device="meta")
+    )
+    assert torch._has_compatible_shallow_copy_type(torch.ones(1), torch.ones(1, device="musa"))
+    assert not torch._has_compatible_shallow_copy_type(
+        torch.ones(1, 1).to_sparse(), torch.ones(1, device="musa")
+    )
+
+
 def test_module_to_empty():
     m = torch.nn.Linear(2, 2).to_empty(device="cuda:1")
     assert m.weight.device == musa(1)

@@ -301,9 +301,11 @@ def test_cuda_is_musa_by_default_and_switch_keeps_torchs_answers(py, native):
         t = torch.empty(1, device="cuda")
         cuda0 = torch.device("cuda:0")
         state = {"musa": t.is_cuda, "cpu": torch.empty(1).is_cuda, "type": t.device.type,
-                 "equal": t.device == cuda0, "hash": hash(t.device) == hash(cuda0)}
+                 "equal": t.device == cuda0, "hash": hash(t.device) == hash(cuda0),
+                 "in_place": torch._has_compatible_shallow_copy_type(torch.ones(1), t)}
         torchada.disable()
-        state["after_disable"] = [t.is_cuda, t.device == cuda0]
+        state["after_disable"] = [t.is_cuda, t.device == cuda0,
+                                  torch._has_compatible_shallow_copy_type(torch.ones(1), t)]
         print(json.dumps(state))
     """
     env = {"TORCHADA_NATIVE": native}
@@ -316,7 +318,8 @@ def test_cuda_is_musa_by_default_and_switch_keeps_torchs_answers(py, native):
         "type": "musa",
         "equal": equal,
         "hash": equal,
-        "after_disable": [False, False],
+        "in_place": True,
+        "after_disable": [False, False, False],
     }
     honest, _ = _run(py, code, env={**env, "TORCHADA_CUDA_IS_MUSA": "0"})
     assert honest == {
@@ -325,7 +328,8 @@ def test_cuda_is_musa_by_default_and_switch_keeps_torchs_answers(py, native):
         "type": "musa",
         "equal": False,
         "hash": False,
-        "after_disable": [False, False],
+        "in_place": True,
+        "after_disable": [False, False, False],
     }
 
 

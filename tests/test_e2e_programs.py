@@ -80,13 +80,68 @@ def test_dataloader_workers_side_stream_checkpoint_and_resume(mode, cuda_program
         assert wa[k].device.type == "cpu" and torch.equal(wa[k], wb[k]), k
 
 
-def test_torch_compile_matches_eager(mode, cuda_program, tmp_path):
-    out = _result(cuda_program(mode, os.path.join(PROGRAMS, "compile_cuda.py"), workdir=tmp_path))
-    assert out["backend"] == "inductor" and out["device"] == "musa:0"
+@pytest.mark.parametrize("backend", ["inductor", "aot_eager"])
+def test_torch_compile_matches_eager(mode, backend, cuda_program, tmp_path):
+    prog = os.path.join(PROGRAMS, "compile_cuda.py")
+    out = _result(cuda_program(mode, prog, ["--backend", backend], workdir=tmp_path))
+    assert out["backend"] == backend and out["device"] == "musa:0"
     assert out["fwd_diff"] < 1e-5 and out["grad_diff"] < 1e-5 and out["weight_diff"] < 1e-5
     for e, c in zip(out["losses_eager"], out["losses_compiled"]):
         assert c == pytest.approx(e, rel=1e-5)
     assert _decreasing(out["losses_compiled"])
+    # torch.arange(device="cuda"), torch.ones(device=x.device), x.is_cuda and a device comparison
+    # inside compiled code give eager's result.
+    assert out["created_device"] == "musa:0" and out["created_diff"] < 1e-5
+
+
+def test_lightning_trainer_cuda_and_gpu_16_mixed(mode, cuda_program, tmp_path):
+    out = _result(
+        cuda_program(mode, os.path.join(PROGRAMS, "lightning_fit_cuda.py"), workdir=tmp_path)
+    )
+    for run, precision, dtype in (("full", "32-true", "float32"), ("mixed", "16-mixed", "float16")):
+        got = out[run]
+        assert got["accelerator"] == "CUDAAccelerator" and got["root_device"] == "cuda:0"
+        assert got["precision"] == precision
+        assert got["devices"] == ["musa:0"]  # batches and weights, seen in training_step
+        assert got["dtypes"] == [f"torch.{dtype}"] and got["is_cuda"] == [True]
+        assert got["steps"] == 3 * 8 and got["last_loss"] < got["first_loss"] / 10
+    assert out["memory_allocated"] > 0
+
+
+def test_hf_pipeline_and_device_map_cuda(mode, cuda_program, tmp_path):
+    prog = os.path.join(PROGRAMS, "hf_pipeline_cuda.py")
+    out = _result(cuda_program(mode, prog, [tmp_path], workdir=tmp_path))
+    assert out["pipeline_model_device"] == "musa:0" and out["pipeline0_device"] == "musa:0"
+    for key in ("scores", "scores0"):
+        assert len(out[key]) == 3
+        for got, ref in zip(out[key], out["ref_scores"]):
+            assert got.keys() == {"POSITIVE", "NEGATIVE"}
+            for label in got:
+                assert got[label] == pytest.approx(ref[label], abs=1e-5)
+    assert out["device_map_device"] == "musa:0" and out["logits_device"] == "musa:0"
+    assert out["max_logit_diff"] < 1e-4
+
+
+def test_diffusers_cuda_generator_and_model_cpu_offload(mode, cuda_program, tmp_path):
+    out = _result(cuda_program(mode, os.path.join(PROGRAMS, "diffusers_cuda.py"), workdir=tmp_path))
+    assert out["unet_device"] == "musa:0" and out["generator_device"] == "musa:0"
+    assert out["shape"] == [2, 8, 8, 3]
+    assert out["repeat_diff"] == 0.0 and out["other_seed_diff"] > 0.01  # seeded by the generator
+    # With the model offloaded to the CPU between calls, it still runs on musa: same images.
+    assert out["execution_device"] == "musa:0" and out["unet_device_after_offload"] == "cpu"
+    assert out["offload_diff"] < 1e-5
+
+
+def test_accelerate_fp16_training_loop(mode, cuda_program, tmp_path):
+    prog = os.path.join(PROGRAMS, "accelerate_fp16_cuda.py")
+    out = _result(cuda_program(mode, prog, workdir=tmp_path))
+    assert out["is_cuda_device"] and out["inputs"] == ["musa:0"]
+    assert out["param_device"] == "musa:0" and out["param_dtype"] == "torch.float32"
+    assert out["inner_dtypes"] == ["torch.float16"] and out["output_dtypes"] == ["torch.float32"]
+    assert out["scaler"] == "GradScaler" and out["scale"] > 1
+    # The optimizer made before prepare() moved the model trains the model's own parameters.
+    assert _decreasing(out["epoch_losses"]) and out["epoch_losses"][-1] < out["epoch_losses"][0] / 2
+    assert out["memory_allocated"] > 0
 
 
 def test_cuda_graphs_capture_replay_and_graphed_callables(mode, cuda_program, tmp_path):

@@ -147,6 +147,24 @@ def test_autograd_and_optimizer_step():
         torch.testing.assert_close(p.detach().cpu(), q.detach())
 
 
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_group_norm_matches_cpu_in_both_memory_formats(channels_last):
+    # torch_musa has group-norm kernels; torch's composite one cannot view channels-last input.
+    torch.manual_seed(0)
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    x = torch.randn(2, 16, 4, 4).contiguous(memory_format=fmt)
+    cpu, dev = torch.nn.GroupNorm(4, 16), torch.nn.GroupNorm(4, 16).musa()
+    dev.load_state_dict(cpu.state_dict())
+    xc, xm = x.clone().requires_grad_(), x.musa().requires_grad_()
+    out_c, out_m = cpu(xc), dev(xm)
+    (out_c * torch.arange(16.0).view(1, 16, 1, 1)).sum().backward()
+    (out_m * torch.arange(16.0, device="musa").view(1, 16, 1, 1)).sum().backward()
+    assert out_m.device.type == "musa"
+    torch.testing.assert_close(out_m.detach().cpu(), out_c.detach())
+    torch.testing.assert_close(xm.grad.cpu(), xc.grad)
+    torch.testing.assert_close(dev.weight.grad.cpu(), cpu.weight.grad)
+
+
 def test_convolution_and_lstm_match_cpu():
     torch.manual_seed(1)
     conv = torch.nn.Conv2d(3, 4, 3, padding=1)

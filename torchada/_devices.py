@@ -319,9 +319,41 @@ def _install_common(patcher: Any, native: Any) -> None:
     _register_deserializer(patcher)
 
     _install_identity(patcher, native)
+    _install_in_place_moves(patcher)
     _state["patcher"] = patcher
     patcher.on_undo(lambda: _state.update(patcher=None))
     when_imported("torch._subclasses.fake_tensor", _patch_fake_devices, _state)
+
+
+# Device types whose strided tensors torch lets share a TensorImpl type (c10's TensorImpl::
+# has_compatible_shallow_copy_type); the MUSA backend joins them.
+_DENSE_TYPES = frozenset(("cpu", "cuda", "mps", "hip", "xpu", "hpu", "mtia"))
+
+
+def _install_in_place_moves(patcher: Any) -> None:
+    """``model.cuda()`` keeps the model's Parameter objects, as on CUDA.
+
+    torch replaces a parameter's data in place only between backends it knows share a tensor
+    type (CPU, CUDA, ...); for PrivateUse1 it makes new Parameters unless the backend says
+    otherwise, and torch_musa does not. Then an optimizer made before ``.cuda()`` (or by
+    ``accelerate``'s ``prepare``) holds the old CPU parameters and silently trains nothing.
+    """
+    dense = _DENSE_TYPES | {_backend}
+    backend = _backend
+
+    def has_compatible_shallow_copy_type(self: Any, other: Any) -> bool:
+        kinds = (self.device.type, other.device.type)
+        if backend in kinds and kinds[0] in dense and kinds[1] in dense:
+            return self.layout == torch.strided and other.layout == torch.strided
+        return torch._C._dispatch_keys(self) == torch._C._dispatch_keys(other)
+
+    try:
+        library = torch.library.Library("aten", "IMPL", "PrivateUse1")
+        library.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type)
+    except RuntimeError as err:  # the backend registered its own: it decides
+        logger.debug("torchada: %s keeps its _has_compatible_shallow_copy_type (%s)", backend, err)
+        return
+    patcher.on_undo(library._destroy)
 
 
 def _patch_fake_devices(fake_tensor: Any) -> None:

@@ -797,6 +797,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   for (const char* name : {"kaiser_window", "kaiser_window.periodic", "kaiser_window.beta"}) {
     m.impl(name, torch::CppFunction::makeFromBoxedFunction<&sim_fallback>());
   }
+  // torch_musa has its own group-norm kernels; torch's composite one views the input and fails
+  // on channels-last tensors (diffusers' UNets), which the CPU kernel handles.
+  for (const char* name : {"native_group_norm", "native_group_norm_backward"}) {
+    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&sim_fallback>());
+  }
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {

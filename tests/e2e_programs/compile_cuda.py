@@ -29,6 +29,17 @@ class Block(nn.Module):
         return x + self.mlp(self.norm2(x))
 
 
+def with_positions(x: torch.Tensor) -> torch.Tensor:
+    # Tensors created inside compiled code on "cuda", as CUDA programs write them.
+    t = x.shape[1]
+    pos = torch.arange(t, device="cuda").float().unsqueeze(-1) / t
+    mask = torch.ones(t, t, device=x.device).tril()
+    scale = torch.tensor(2.0, device=torch.device("cuda"))
+    if x.is_cuda and x.device == torch.device("cuda", 0):
+        scale = scale + 1
+    return (mask @ (x + pos)) * scale
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--backend", default="inductor")
@@ -73,6 +84,9 @@ def main() -> None:
     weight_diff = max(
         (a - b).abs().max().item() for a, b in zip(eager.parameters(), model.parameters())
     )
+    y = torch.randn(2, 8, 32, device="cuda")
+    created = torch.compile(with_positions, backend=args.backend, fullgraph=True)(y)
+    created_diff = (created - with_positions(y)).abs().max().item()
     torch.cuda.synchronize()
     print(
         json.dumps(
@@ -82,6 +96,8 @@ def main() -> None:
                 "fwd_diff": fwd_diff,
                 "grad_diff": grad_diff,
                 "weight_diff": weight_diff,
+                "created_device": str(created.device),
+                "created_diff": created_diff,
                 "losses_eager": losses_e,
                 "losses_compiled": losses_c,
             }
