@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import ctypes
+import json
+import os
+import subprocess
 import sys
+import textwrap
 import threading
 
 import pytest
@@ -192,3 +196,85 @@ def test_concurrent_first_access():
         t.join()
     assert len(seen) == 8 and all(callable(f) for f in seen)
     assert lib.cudaDeviceSynchronize() == 0
+
+
+# ---------------------------------------------------------------- zero-configuration discovery
+def _loaded_libcudart():
+    # What vLLM's and SGLang's find_loaded_library("libcudart") do.
+    with open("/proc/self/maps") as f:
+        for line in f:
+            if "libcudart" in line:
+                return line[line.index("/") :].strip()
+    return None
+
+
+def test_a_loaded_libcudart_is_found_in_proc_maps_and_answers_on_musa():
+    path = _loaded_libcudart()
+    assert path is not None and path.endswith("libcudart.so")
+    rt = CudaRT(path)  # torchada's ctypes opens the MUSA runtime for a CUDA-named path
+    count = ctypes.c_int()
+    assert rt.funcs["cudaGetDeviceCount"](ctypes.byref(count)) == 0 and count.value == 2
+    assert rt.lib._name.endswith("libmusart.so")
+
+
+def test_the_mapped_library_forwards_cuda_functions_in_c():
+    # C code that dlopens the path and calls cudaX reaches musaX: each forwarded function's slot
+    # holds the MUSA runtime's function.
+    from torchada import _cuda_shims
+
+    path = _loaded_libcudart()
+    shim = _ctypes.open_untranslated(path)
+    musart = _ctypes.open_untranslated(_ctypes.map_library("libcudart.so")[0])
+    names = _cuda_shims.forwarded("libcudart")
+    shim.torchada_shim_target.restype = ctypes.c_void_p
+    assert len(names) >= 30 and "cudaIpcOpenMemHandle" in names
+    for i, name in enumerate(names):
+        musa_fn = ctypes.cast(musart["musa" + name[4:]], ctypes.c_void_p).value
+        assert shim.torchada_shim_target(i) == musa_fn, name
+    count = ctypes.c_int()
+    assert shim.cudaGetDeviceCount(ctypes.byref(count)) == 0 and count.value == 2
+    ptr = ctypes.c_void_p()
+    assert shim.cudaMalloc(ctypes.byref(ptr), ctypes.c_size_t(32)) == 0 and ptr.value
+    assert shim.cudaMemset(ptr, 5, ctypes.c_size_t(32)) == 0
+    host = (ctypes.c_ubyte * 32)()
+    assert shim.cudaMemcpy(host, ptr, ctypes.c_size_t(32), 2) == 0 and list(host) == [5] * 32
+    assert shim.cudaFree(ptr) == 0
+    shim.cudaGetErrorString.restype = ctypes.c_char_p
+    assert shim.cudaGetErrorString(1) == b"invalid argument"
+    with pytest.raises(AttributeError):
+        shim.cudaGetDeviceProperties  # struct layouts differ: deliberately not forwarded
+
+
+def test_forwarding_library_switch_and_a_failed_build(py):
+    code = """
+        import ctypes, logging, json, sys
+        records = []
+        logging.getLogger("torchada").addHandler(logging.Handler())
+        logging.getLogger("torchada").handlers[-1].emit = lambda r: records.append(r.getMessage())
+        import torch, torchada
+        from torchada import _simulator, _cuda_shims, _build
+        if sys.argv[1:] == ["no-compiler"]:
+            def build(name):
+                raise _build.NativeBuildError("building torchada_cuda_shims failed: cc: not found")
+            _cuda_shims.build = build
+        _simulator.activate()
+        assert torchada.enable()
+        mapped = any("libcudart" in line for line in open("/proc/self/maps"))
+        print(json.dumps({"mapped": mapped, "said": [m for m in records if "libcudart" in m],
+                          "works": torch.ones(2, device="cuda").sum().item()}))
+    """
+    off = py(code, env={"TORCHADA_DISABLE_CUDA_SHIMS": "1"})
+    assert off.returncode == 0, off.stderr
+    assert json.loads(off.stdout.splitlines()[-1]) == {"mapped": False, "said": [], "works": 2.0}
+    # No C compiler: torchada says so once, names the switch, and everything else works.
+    failed = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), "no-compiler"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TORCHADA_SIMULATE": ""},
+        timeout=300,
+    )
+    assert failed.returncode == 0, failed.stderr
+    out = json.loads(failed.stdout.splitlines()[-1])
+    assert out["mapped"] is False and out["works"] == 2.0 and len(out["said"]) == 1
+    assert "cc: not found" in out["said"][0] and "TORCHADA_DISABLE_CUDA_SHIMS=1" in out["said"][0]

@@ -155,3 +155,37 @@ def test_cuda_graphs_capture_replay_and_graphed_callables(mode, cuda_program, tm
     assert all(math.isfinite(v) for v in out["training_losses"])
     assert out["graphed_callables_weight_diff"] < 1e-6
     assert out["capturing_after"] is False
+
+
+@pytest.mark.parametrize("route", ["env:musa", "env:default", "find_library", "maps"])
+def test_serving_style_ctypes_wrappers_find_and_drive_the_runtime_and_nccl(
+    mode, route, cuda_program, tmp_path, monkeypatch
+):
+    from torchada._simulator import sdk
+
+    libs = sdk.library_dir()
+    if route == "env:musa":  # a MUSA user points the variables at the MUSA libraries
+        monkeypatch.setenv("VLLM_CUDART_SO_PATH", str(libs / "libmusart.so"))
+        monkeypatch.setenv("VLLM_NCCL_SO_PATH", str(libs / "libmccl.so"))
+    elif route == "env:default":  # left at the CUDA names a CUDA machine would use
+        monkeypatch.setenv("VLLM_CUDART_SO_PATH", "/usr/local/cuda/lib64/libcudart.so.12")
+        monkeypatch.delenv("VLLM_NCCL_SO_PATH", raising=False)
+    prog = os.path.join(PROGRAMS, "serving_ctypes_cuda.py")
+    out = _result(cuda_program(mode, prog, [route.split(":")[0]], workdir=tmp_path))
+    assert out["errors"] == []
+    found = {
+        "env:musa": ("libmusart.so", "libmccl.so"),
+        "env:default": ("libcudart.so.12", "libnccl.so.2"),
+        "find_library": ("libmusart.so", "libmccl.so"),
+        "maps": ("libcudart.so", "libmccl.so"),  # torchada's forwarding library, found loaded
+    }[route]
+    assert (out["cudart"], out["nccl"]) == found
+    assert out["round_trip"] is True  # cudaMemcpy to and from torch's musa and CPU tensors
+    # IPC needs the hardware: the simulated runtime answers as documented, and the 64-byte
+    # handle passed by value does not crash the process.
+    assert out["ipc"] == "CUDART error: operation not supported"
+    assert out["nccl_version"].count(".") == 2
+    assert out["ranks"] == {
+        "0": {"device": "musa:0", "all_reduce": [3.0] * 8, "received": [20.0] * 4},
+        "1": {"device": "musa:1", "all_reduce": [3.0] * 8, "received": [10.0] * 4},
+    }

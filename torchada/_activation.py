@@ -124,6 +124,7 @@ SUBSYSTEMS: List[str] = [
     "private_hooks",
     "cuda_home",
     "ctypes",
+    "cuda_shims",
 ]
 
 

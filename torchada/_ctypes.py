@@ -104,6 +104,15 @@ def _symbol(rule: Dict[str, Any], name: str) -> str:
 
 
 _real_getitem = _RealCDLL.__getitem__
+_real_init = _RealCDLL.__init__  # taken before install() patches it
+
+
+def open_untranslated(path: str) -> Any:
+    """``ctypes.CDLL(path)`` as ctypes itself opens it, even when the name is a CUDA library's
+    (torchada's own CUDA-named forwarding libraries)."""
+    lib = _RealCDLL.__new__(_RealCDLL)
+    _real_init(lib, path)
+    return lib
 
 
 def _lookup(lib: Any, name: str) -> Any:
