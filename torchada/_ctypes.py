@@ -41,28 +41,40 @@ def _musa_rules() -> list:
     return out
 
 
+_library_dir: Dict[str, Optional[str]] = {}  # filled at first use while torchada is on
+
+
 def musa_library_dir() -> Optional[str]:
-    """Where MUSA's libraries are: the simulator's build directory, else ``$MUSA_HOME/lib``."""
-    # Asked at every library load; the answer changes only with the environment.
-    key = (os.environ.get("MUSA_HOME"), os.environ.get("MUSA_PATH"), _simulator_loaded())
-    return _musa_library_dir(key)
+    """Where MUSA's libraries are: the simulator's build directory, else ``$MUSA_HOME/lib``.
+
+    Read once while torchada is on (as torch_musa reads ``MUSA_HOME`` once, at import): every
+    library load asks, and loads must cost about what a plain ``CDLL`` does.
+
+    Example::
+
+        >>> musa_library_dir()  # doctest: +SKIP
+        '/usr/local/musa/lib'
+    """
+    try:
+        return _library_dir["dir"]
+    except KeyError:
+        pass
+    if _simulator_loaded():
+        from ._simulator import sdk
+
+        found: Optional[str] = str(sdk.library_dir())
+    else:
+        home = os.environ.get("MUSA_HOME") or os.environ.get("MUSA_PATH") or "/usr/local/musa"
+        lib = os.path.join(home, "lib")
+        found = lib if os.path.isdir(lib) else None
+    _library_dir["dir"] = found
+    return found
 
 
 def _simulator_loaded() -> bool:
     from . import _simulator
 
     return _simulator.is_active()
-
-
-@functools.lru_cache(maxsize=8)
-def _musa_library_dir(key: tuple) -> Optional[str]:
-    if key[2]:  # the simulator is loaded
-        from ._simulator import sdk
-
-        return str(sdk.library_dir())
-    home = os.environ.get("MUSA_HOME") or os.environ.get("MUSA_PATH") or "/usr/local/musa"
-    lib = os.path.join(home, "lib")
-    return lib if os.path.isdir(lib) else None
 
 
 @functools.lru_cache(maxsize=64)
@@ -167,7 +179,8 @@ def _load(real: type, musa_type: type, name: Any, args: tuple, kwargs: dict) -> 
     if rule is None:
         return real(name, *args, **kwargs)
     try:
-        lib = musa_type(path, *args, **kwargs)
+        lib = musa_type.__new__(musa_type)
+        _real_init(lib, path, *args, **kwargs)  # ctypes' own: the path is mapped already
     except OSError as err:
         raise OSError(
             f"{name}: cannot load its MUSA counterpart {path} ({err}); is the MUSA toolkit "
@@ -229,6 +242,8 @@ def install(patcher: Any) -> None:
     CUDA library names load the MUSA library, and its functions answer to CUDA names."""
     original_init = _RealCDLL.__init__
     original_getitem = _RealCDLL.__getitem__
+    _library_dir.clear()  # read again for this activation
+    patcher.on_undo(_library_dir.clear)
 
     def __init__(self: Any, name: Any, *args: Any, **kwargs: Any) -> None:
         rule = None
