@@ -278,3 +278,23 @@ def test_forwarding_library_switch_and_a_failed_build(py):
     out = json.loads(failed.stdout.splitlines()[-1])
     assert out["mapped"] is False and out["works"] == 2.0 and len(out["said"]) == 1
     assert "cc: not found" in out["said"][0] and "TORCHADA_DISABLE_CUDA_SHIMS=1" in out["said"][0]
+
+
+def test_function_names_follow_the_porters_rules(monkeypatch):
+    from torchada.porting._ruleset import Rule
+
+    nccl = CDLL("libnccl.so.2")
+    # A function the porter's rules say MUSA lacks: the reason, not a bare dlsym failure.
+    with pytest.raises(
+        AttributeError,
+        match=r"ncclCommCuDevice has no MUSA counterpart in "
+        r"libmccl\.so: no confirmed MCCL spelling",
+    ):
+        nccl.ncclCommCuDevice
+    # A rename that is not a prefix swap comes from the same rules.
+    renamed = Rule("ncclGetLibraryVersion", "mcclGetVersion", "rename", "nccl")
+    real = _ctypes._porting_rules("nccl")
+    monkeypatch.setattr(_ctypes, "_porting_rules", lambda domain: {**real, renamed.cuda: renamed})
+    version = ctypes.c_int()
+    assert CDLL("libnccl.so.2").ncclGetLibraryVersion(ctypes.byref(version)) == 0
+    assert version.value > 0

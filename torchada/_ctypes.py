@@ -108,7 +108,28 @@ def _classify(base: str) -> Tuple[Optional[str], Optional[Dict[str, Any]]]:
     return None, None
 
 
+@functools.lru_cache(maxsize=8)
+def _porting_rules(domain: str) -> Dict[str, Any]:
+    # The porter's rules for this library's API: the same data that renames C++ sources.
+    from .porting._ruleset import load_rules
+
+    return {r.cuda: r for r in load_rules().domains.get(domain, ())}
+
+
 def _symbol(rule: Dict[str, Any], name: str) -> str:
+    """The MUSA function name for ``name``: the porter's rule for it where there is one (renames
+    that are not a prefix swap; functions MUSA lacks raise AttributeError with the reason), else
+    the row's prefix swap."""
+    domain = rule.get("porting")
+    if domain and name[:1].islower():
+        ported = _porting_rules(domain).get(name)
+        if ported is not None:
+            if ported.kind == "unsupported":
+                raise AttributeError(
+                    f"{name} has no MUSA counterpart in {rule['musa']}: {ported.note}"
+                )
+            if ported.kind == "rename":
+                return ported.musa
     for cuda_prefix, musa_prefix in rule["symbols"]:
         if name.startswith(cuda_prefix):
             return musa_prefix + name[len(cuda_prefix) :]
