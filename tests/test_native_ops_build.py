@@ -223,3 +223,48 @@ def test_build_command_says_where_and_builds_once():
 def test_build_command_rejects_unknown_arguments():
     r = _build_cli("--fast")
     assert r.returncode == 2 and "unknown argument '--fast'" in r.stderr
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty", "same_size_garbage", "old_marker"])
+def test_a_damaged_cached_library_is_built_again_not_loaded(tiny, damage):
+    tmp_path, _, env = tiny
+    first = _result(_spawn(env))
+    assert first["built"] is True
+    so = Path(first["path"])
+    marker = so.parent / ".complete"
+    name, size, _, digest = marker.read_text().split()
+    assert (name, int(size)) == (so.name, so.stat().st_size) and len(digest) == 64
+    assert _result(_spawn(env))["built"] is False  # intact: loaded from the cache
+
+    data = so.read_bytes()
+    if damage == "truncated":  # what a crash or a full disk leaves; loading it gave SIGBUS
+        so.write_bytes(data[: len(data) // 2])
+    elif damage == "empty":
+        so.write_bytes(b"")
+    elif damage == "same_size_garbage":
+        so.write_bytes(bytes(len(data)))
+    else:  # a marker written by an older torchada records nothing
+        marker.write_text("")
+    proc = _spawn(env)
+    again = _result(proc)
+    assert again == {"built": True, "path": str(so), "answer": 42}
+    assert len(_builds(tmp_path)) == 2  # the first build, and this one
+    assert _result(_spawn(env))["built"] is False  # and the rebuilt one is trusted
+
+
+def test_damaged_plain_c_libraries_are_built_again(tmp_path, monkeypatch, caplog):
+    import ctypes
+
+    from torchada import _build
+
+    monkeypatch.setenv("TORCHADA_CACHE_DIR", str(tmp_path / "cache"))
+    src = tmp_path / "libseven.c"
+    src.write_text("int seven(void) { return 7; }\n")
+    built = _build.build_shared_libraries("seven", [src])["libseven"]
+    mtime = built.stat().st_mtime_ns
+    assert _build.build_shared_libraries("seven", [src])["libseven"].stat().st_mtime_ns == mtime
+    built.write_bytes(built.read_bytes()[:100])
+    with caplog.at_level("WARNING", logger="torchada"):
+        again = _build.build_shared_libraries("seven", [src])["libseven"]
+    assert "damaged or incomplete; building it again" in caplog.text
+    assert ctypes.CDLL(str(again)).seven() == 7

@@ -97,6 +97,51 @@ def build_key(sources: Sequence[Path], *extra: str) -> str:
     return h.hexdigest()[:16]
 
 
+def _fingerprint(path: Path) -> str:
+    st = path.stat()
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return f"{path.name} {st.st_size} {st.st_mtime_ns} {digest}"
+
+
+def _seal(done: Path, artefacts: Sequence[Path]) -> None:
+    """Record what a completed build produced (name, size, mtime, sha256), written atomically."""
+    tmp = done.with_name(done.name + ".tmp")
+    tmp.write_text("".join(_fingerprint(a) + "\n" for a in artefacts))
+    tmp.replace(done)
+
+
+def _intact(done: Path, artefacts: Sequence[Path]) -> bool:
+    """Whether a cached build is what was recorded when it completed. Size and mtime are compared
+    at every load (a stat each); the sha256 only when they differ. A marker without records (an
+    older torchada's) or a damaged file means: build again, never load it."""
+    try:
+        lines = done.read_text().splitlines()
+    except OSError:
+        return False
+    recorded = {}
+    for line in lines:
+        parts = line.split(" ")
+        if len(parts) == 4:
+            recorded[parts[0]] = parts[1:]
+    for artefact in artefacts:
+        entry = recorded.get(artefact.name)
+        try:
+            st = artefact.stat()
+        except OSError:
+            return False
+        if entry is None or int(entry[0]) != st.st_size:
+            break
+        if int(entry[1]) != st.st_mtime_ns:
+            if hashlib.sha256(artefact.read_bytes()).hexdigest() != entry[2]:
+                break
+    else:
+        return True
+    logger.warning(
+        "torchada: the cached build in %s is damaged or incomplete; building it again", done.parent
+    )
+    return False
+
+
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -206,15 +251,16 @@ def load_torch_extension(
     # The marker, not the .so, says "done": a link killed half-way can leave a truncated .so.
     done = build_dir / ".complete"
     start = time.perf_counter()
-    if done.exists():
+    if done.exists() and _intact(done, [artefact]):
         module = _load_extension_file(name, artefact)
         _records[name] = BuildRecord(name, artefact, False, time.perf_counter() - start)
         return module
     with _locked(build_dir.with_suffix(".lock")):
-        if done.exists():  # another process built it while we waited
+        if done.exists() and _intact(done, [artefact]):  # built by another process meanwhile
             module = _load_extension_file(name, artefact)
             _records[name] = BuildRecord(name, artefact, False, time.perf_counter() - start)
             return module
+        done.unlink(missing_ok=True)
         build_dir.mkdir(parents=True, exist_ok=True)
         # Only a dead builder can have left torch's own baton, or a half-written library, behind:
         # we hold the lock and the marker is missing.
@@ -241,7 +287,7 @@ def load_torch_extension(
                 )
         except Exception as err:  # torch raises RuntimeError carrying the compiler output
             raise NativeBuildError(f"building {name} failed:\n{err}") from err
-        done.touch()
+        _seal(done, [artefact])
         seconds = time.perf_counter() - start
         _records[name] = BuildRecord(name, artefact, True, seconds)
         logger.info("built %s in %.1f s at %s", name, seconds, build_dir)
@@ -265,11 +311,14 @@ def build_shared_libraries(
     build_dir = cache_root() / name / key
     outputs = {s.stem: build_dir / f"{s.stem}.so" for s in sources}
     done = build_dir / ".complete"
-    if done.exists():
+    if done.exists() and _intact(done, list(outputs.values())):
         return outputs
     with _locked(build_dir.with_suffix(".lock")):
-        if done.exists():
+        if done.exists() and _intact(done, list(outputs.values())):
             return outputs
+        done.unlink(missing_ok=True)
+        for output in outputs.values():  # ninja would keep a damaged output that looks newer
+            output.unlink(missing_ok=True)
         build_dir.mkdir(parents=True, exist_ok=True)
         ninja = _ensure_ninja_on_path()
         lines = [
@@ -289,6 +338,6 @@ def build_shared_libraries(
             raise NativeBuildError(f"building {name} failed:\n{proc.stdout}\n{proc.stderr}")
         if verbose_builds():
             print(proc.stdout, file=sys.stderr)
-        done.touch()
+        _seal(done, list(outputs.values()))
         logger.info("built %s in %.2f s at %s", name, time.perf_counter() - start, build_dir)
     return outputs
