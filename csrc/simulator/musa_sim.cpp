@@ -567,8 +567,49 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
 }
 
 at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  // The CPU fallback writes mutated arguments back from their host aliases (_to_cpu below):
+  // when the kernel wrote in place, the bytes are there already.
+  if (self.data_ptr() == dst.data_ptr() && self.sizes() == dst.sizes() &&
+      self.strides() == dst.strides() && self.dtype() == dst.dtype()) {
+    return dst;
+  }
   dst.resize_(self.sizes());
   return copy_from(self, dst, false);
+}
+
+// What the CPU fallback runs CPU kernels on: host aliases of the musa tensors, not copies (host
+// memory backs every simulated device, so a kernel reads its inputs and writes in-place and out=
+// results where they are). Results the kernel allocates are still copied to the device.
+// The alias's storage is resizable: a kernel that resizes an out= argument gets fresh CPU memory,
+// and the fallback then resizes the musa tensor and copies the result into it.
+at::Tensor fallback_alias(const at::Tensor& t) {
+  const auto& musa = t.storage();
+  c10::Storage storage(c10::Storage::use_byte_size_t(), musa.nbytes(),
+                       c10::DataPtr(musa.mutable_data(), c10::Device(c10::DeviceType::CPU)),
+                       c10::GetCPUAllocator(), /*resizable=*/true);
+  auto alias = at::empty({0}, t.options().device(c10::DeviceType::CPU));
+  alias.set_(storage, t.storage_offset(), t.sizes(), t.strides());
+  return alias;
+}
+
+std::vector<at::Tensor> to_cpu(at::TensorList tensors) {
+  // Complex operators and lazy negative views get copies of all their tensors, as from torch's
+  // own fallback: behind the conjugate fallback (dot of a conj() and its base) the CPU kernels
+  // read wrong values through aliases.
+  bool copy = false;
+  for (const auto& t : tensors) {
+    copy = copy || (t.defined() && (t.is_complex() || t.is_conj() || t.is_neg()));
+  }
+  std::vector<at::Tensor> out;
+  out.reserve(tensors.size());
+  for (const auto& t : tensors) {
+    if (!t.defined() || t.device().type() != kMusa) {
+      out.push_back(t);
+    } else {
+      out.push_back(copy ? t.cpu() : fallback_alias(t));
+    }
+  }
+  return out;
 }
 
 const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
@@ -769,6 +810,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("copy_", copy_);
   m.impl("_copy_from", copy_from);
   m.impl("_copy_from_and_resize", copy_from_and_resize);
+  m.impl("_to_cpu", to_cpu);
   m.impl("as_strided", at::native::as_strided_tensorimpl);
   m.impl("view", at::native::view);
   m.impl("_reshape_alias", at::native::_reshape_alias);
