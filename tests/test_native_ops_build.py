@@ -128,13 +128,41 @@ def test_a_build_killed_half_way_never_hangs_the_next(tiny):
     os.kill(doomed.pid, signal.SIGKILL)  # mid-build, holding the lock
     doomed.wait(timeout=30)
     build_dirs = [p for p in (tmp_path / "cache" / "tiny").iterdir() if p.is_dir()]
-    assert [(d / "lock").exists() for d in build_dirs] == [True]  # the baton it left
-    assert not (build_dirs[0] / ".complete").exists()
+    # It built in a directory of its own: whatever its orphaned compilers still write goes there.
+    assert [d.name.endswith(f".building-{doomed.pid}") for d in build_dirs] == [True]
+    assert (build_dirs[0] / "lock").exists() and not (build_dirs[0] / ".complete").exists()
 
     result = _result(_spawn(env), timeout=120)  # would hang on a lock file that outlives its owner
     assert result == {"built": True, "path": result["path"], "answer": 42}
     assert len(_builds(tmp_path)) == 2  # the dead one's, then a complete one
-    assert (build_dirs[0] / ".complete").exists() and not (build_dirs[0] / "lock").exists()
+    final = Path(result["path"]).parent
+    assert final.parent == build_dirs[0].parent and ".building-" not in final.name
+    assert (final / ".complete").exists() and not (final / "lock").exists()
+    assert not build_dirs[0].exists()  # the dead builder's directory is cleared away
+
+
+def test_a_waiting_builder_says_for_whom_it_waits(tiny):
+    import fcntl
+
+    tmp_path, _, env = tiny
+    first = _result(_spawn(env))  # find the build directory, then make the next build wait
+    build_dir = Path(first["path"]).parent
+    (build_dir / ".complete").unlink()
+    with open(build_dir.with_suffix(".lock"), "a+") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        lock.seek(0)
+        lock.truncate()
+        lock.write("424242\n")  # as a builder records itself
+        lock.flush()
+        waiter = _spawn(env)
+        line = ""
+        deadline = time.time() + 120
+        while "waiting for process" not in line:
+            assert time.time() < deadline and waiter.poll() is None, waiter.communicate()
+            line = waiter.stderr.readline()
+        assert "waiting for process 424242 to finish building native library 'tiny'" in line
+        fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+    assert _result(waiter)["answer"] == 42
 
 
 def test_cache_hit_when_nothing_changed_and_rebuild_when_a_source_did(tiny):

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import ContextManager, Dict, Iterator, Optional, Sequence
+from typing import Any, ContextManager, Dict, Iterator, Optional, Sequence
 
 logger = logging.getLogger("torchada")
 
@@ -142,15 +142,65 @@ def _intact(done: Path, artefacts: Sequence[Path]) -> bool:
     return False
 
 
+WAIT_REPORT_SECONDS = 30.0  # a waiting builder says so at once, then this often
+
+
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def _locked(path: Path, what: str = "") -> Iterator[None]:
+    """Hold the build lock ``path``. A process that has to wait says so on stderr at once, naming
+    the process that builds, and again every :data:`WAIT_REPORT_SECONDS` (a cold build takes
+    minutes: silence looks like a hang)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _wait_for_lock(fh, path, what)
+        try:
+            fh.seek(0)
+            fh.truncate()
+            fh.write(f"{os.getpid()}\n")  # who builds, for those who wait
+            fh.flush()
             yield
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _wait_for_lock(fh: Any, path: Path, what: str) -> None:
+    start = time.perf_counter()
+    while True:
+        fh.seek(0)
+        holder = fh.read().strip() or "another process"
+        waited = time.perf_counter() - start
+        print(
+            f"torchada: waiting for process {holder} to finish building {what or path.stem} "
+            f"({waited:.0f} s so far; lock {path})",
+            file=sys.stderr,
+        )
+        deadline = time.perf_counter() + WAIT_REPORT_SECONDS
+        while time.perf_counter() < deadline:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                time.sleep(0.1)
+
+
+def _private_dir(build_dir: Path) -> Path:
+    """A fresh directory beside ``build_dir`` for this process's build, renamed into place when it
+    completes: compilers orphaned by a killed builder keep writing into its directory, never into
+    the next builder's. Directories of builders that are gone are removed (we hold the lock)."""
+    for stale in build_dir.parent.glob(f"{build_dir.name}.building-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    private = build_dir.parent / f"{build_dir.name}.building-{os.getpid()}"
+    private.mkdir(parents=True)
+    return private
+
+
+def _move_into_place(private: Path, build_dir: Path) -> None:
+    if build_dir.exists():
+        shutil.rmtree(build_dir)
+    private.rename(build_dir)
 
 
 def _ensure_ninja_on_path() -> str:
@@ -255,17 +305,12 @@ def load_torch_extension(
         module = _load_extension_file(name, artefact)
         _records[name] = BuildRecord(name, artefact, False, time.perf_counter() - start)
         return module
-    with _locked(build_dir.with_suffix(".lock")):
+    with _locked(build_dir.with_suffix(".lock"), f"native library '{name}'"):
         if done.exists() and _intact(done, [artefact]):  # built by another process meanwhile
             module = _load_extension_file(name, artefact)
             _records[name] = BuildRecord(name, artefact, False, time.perf_counter() - start)
             return module
-        done.unlink(missing_ok=True)
-        build_dir.mkdir(parents=True, exist_ok=True)
-        # Only a dead builder can have left torch's own baton, or a half-written library, behind:
-        # we hold the lock and the marker is missing.
-        (build_dir / "lock").unlink(missing_ok=True)
-        artefact.unlink(missing_ok=True)
+        private = _private_dir(build_dir)
         _ensure_ninja_on_path()
         if with_musa:
             loader = importlib.import_module("torch_musa.utils.musa_extension")
@@ -281,13 +326,15 @@ def load_torch_extension(
                     sources=[str(s) for s in sources],
                     extra_cflags=["-O2", *extra_cflags],
                     extra_include_paths=include_paths or None,
-                    build_directory=str(build_dir),
+                    build_directory=str(private),
                     verbose=verbose_builds() if verbose is None else verbose,
                     **musa_flags,
                 )
         except Exception as err:  # torch raises RuntimeError carrying the compiler output
+            shutil.rmtree(private, ignore_errors=True)
             raise NativeBuildError(f"building {name} failed:\n{err}") from err
-        _seal(done, [artefact])
+        _seal(private / done.name, [private / artefact.name])
+        _move_into_place(private, build_dir)  # the loaded library stays mapped across the rename
         seconds = time.perf_counter() - start
         _records[name] = BuildRecord(name, artefact, True, seconds)
         logger.info("built %s in %.1f s at %s", name, seconds, build_dir)
@@ -313,13 +360,10 @@ def build_shared_libraries(
     done = build_dir / ".complete"
     if done.exists() and _intact(done, list(outputs.values())):
         return outputs
-    with _locked(build_dir.with_suffix(".lock")):
+    with _locked(build_dir.with_suffix(".lock"), f"'{name}'"):
         if done.exists() and _intact(done, list(outputs.values())):
             return outputs
-        done.unlink(missing_ok=True)
-        for output in outputs.values():  # ninja would keep a damaged output that looks newer
-            output.unlink(missing_ok=True)
-        build_dir.mkdir(parents=True, exist_ok=True)
+        private = _private_dir(build_dir)
         ninja = _ensure_ninja_on_path()
         lines = [
             f"cflags = {' '.join(cflags)}",
@@ -329,15 +373,17 @@ def build_shared_libraries(
             "",
         ]
         lines += [f"build {outputs[s.stem].name}: cc_shared {s}" for s in sources]
-        (build_dir / "build.ninja").write_text("\n".join(lines) + "\n")
+        (private / "build.ninja").write_text("\n".join(lines) + "\n")
         start = _announce(f"'{name}'") if len(sources) > 4 else time.perf_counter()
         proc = subprocess.run(
-            [ninja, "-C", str(build_dir)], capture_output=True, text=True, check=False
+            [ninja, "-C", str(private)], capture_output=True, text=True, check=False
         )
         if proc.returncode != 0:
+            shutil.rmtree(private, ignore_errors=True)
             raise NativeBuildError(f"building {name} failed:\n{proc.stdout}\n{proc.stderr}")
         if verbose_builds():
             print(proc.stdout, file=sys.stderr)
-        _seal(done, list(outputs.values()))
+        _seal(private / done.name, [private / o.name for o in outputs.values()])
+        _move_into_place(private, build_dir)
         logger.info("built %s in %.2f s at %s", name, time.perf_counter() - start, build_dir)
     return outputs
