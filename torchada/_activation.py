@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 import traceback
+import warnings
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from torchada_hooks import ImportHooks, seal_on_first_use
@@ -222,6 +223,14 @@ def _enable(simulate: Optional[bool]) -> bool:
         _simulator.activate()
         _platform.detect_platform.cache_clear()
         if not _platform.is_musa_platform():
+            forced = _platform.detect_platform().value
+            warnings.warn(
+                f"TORCHADA_PLATFORM={forced!r} with TORCHADA_SIMULATE=1: the simulated MUSA device "
+                "is loaded but torchada stays off, so 'cuda' devices are not served by it; unset "
+                "TORCHADA_PLATFORM (or set it to 'musa') to use the simulator",
+                RuntimeWarning,
+                stacklevel=3,
+            )
             return False
     import torch  # noqa: F401
 

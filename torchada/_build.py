@@ -150,8 +150,15 @@ def _locked(path: Path, what: str = "") -> Iterator[None]:
     """Hold the build lock ``path``. A process that has to wait says so on stderr at once, naming
     the process that builds, and again every :data:`WAIT_REPORT_SECONDS` (a cold build takes
     minutes: silence looks like a hang)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path, "a+")
+    except OSError as err:
+        raise NativeBuildError(
+            f"cannot build in the cache directory {cache_root()} ({err}); set TORCHADA_CACHE_DIR "
+            "to a writable directory"
+        ) from err
+    with fh:
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -18,7 +18,6 @@ cannot be safely unloaded), and keeps forwarding.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import logging
 from pathlib import Path
@@ -123,8 +122,9 @@ def load(cuda_name: str = "libcudart") -> Optional[Any]:
         logger.info(
             "torchada: %s: %d forwarded functions lack a MUSA counterpart", cuda_name, missing
         )
-    lib.torchada_shim_target.restype = ctypes.c_void_p
-    lib.torchada_shim_target.argtypes = [ctypes.c_int]
+    real = _ctypes._ctypes  # ctypes itself: torchada's own uses stay out of the program's report
+    lib.torchada_shim_target.restype = real.c_void_p
+    lib.torchada_shim_target.argtypes = [real.c_int]
     _loaded[cuda_name] = lib
     return lib
 

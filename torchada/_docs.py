@@ -51,11 +51,34 @@ def render_cuda_table() -> str:
     return "\n".join(lines)
 
 
+SWITCHES_BEGIN = "<!-- switches: generated from torchada/tables/switches.json -->"
+SWITCHES_END = "<!-- switches: end -->"
+
+
+def with_switch_table(readme: str) -> str:
+    """``readme`` with the text between the switch-table markers replaced by the table generated
+    from ``tables/switches.json``; ValueError when the markers are missing."""
+    from ._env import markdown_table
+
+    start, end = readme.find(SWITCHES_BEGIN), readme.find(SWITCHES_END)
+    if start < 0 or end < start:
+        raise ValueError(f"README.md lacks the markers {SWITCHES_BEGIN!r} ... {SWITCHES_END!r}")
+    head = readme[: start + len(SWITCHES_BEGIN)]
+    return head + "\n" + markdown_table() + "\n" + readme[end:]
+
+
 def main(argv: List[str]) -> int:
     import os
 
-    path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "docs", "torch_cuda_names.md")
+    root = os.path.dirname(os.path.dirname(__file__))
+    path = os.path.join(root, "docs", "torch_cuda_names.md")
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(render_cuda_table())
     print(f"wrote {path}")
+    readme = os.path.join(root, "README.md")
+    with open(readme, encoding="utf-8") as fh:
+        text = fh.read()
+    with open(readme, "w", encoding="utf-8") as fh:
+        fh.write(with_switch_table(text))
+    print(f"wrote the switch table in {readme}")
     return 0

@@ -8,27 +8,14 @@ import platform
 import sys
 from typing import Any, Dict, List
 
-from ._env import flag
+from ._env import flag, switches
 
 OVERRIDE_OFF_PREFIX = "TORCHADA_DISABLE_OP_OVERRIDE_"
 
-SWITCHES = (
-    "TORCHADA_DISABLE",
-    "TORCHADA_ACTIVE",
-    "TORCHADA_SIMULATE",
-    "TORCHADA_PLATFORM",
-    "TORCHADA_FORCE_CUDA_AVAILABLE",
-    "TORCHADA_REPORT",
-    "TORCHADA_CACHE_DIR",
-    "TORCHADA_NATIVE",
-    "TORCHADA_SIM_BOARD",
-    "TORCHADA_SIM_DEVICES",
-    "TORCHADA_VERBOSE_BUILD",
-    "TORCHADA_ENABLE_CPP_OPS",
-    "TORCHADA_DEBUG_CPP_OPS",
-    "TORCHADA_CPP_OPS_VERBOSE",
-    "MTGPU_TARGET",
-    "MUSA_VISIBLE_DEVICES",
+# What doctor prints: every declared switch (tables/switches.json) and what else decides devices.
+SWITCHES = tuple(
+    s["name"] for s in switches() if "<" not in s["name"] and not s.get("internal")
+) + (
     "CUDA_VISIBLE_DEVICES",
     "MUSA_HOME",
     "TORCH_DEVICE_BACKEND_AUTOLOAD",

@@ -8,8 +8,10 @@ and a warning naming the variable and the accepted values is given once per proc
 
 from __future__ import annotations
 
+import json
 import os
-from typing import Mapping, Optional, Set, Tuple
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 ON = frozenset(("1", "true", "yes", "on"))
 OFF = frozenset(("", "0", "false", "no", "off"))
@@ -48,3 +50,97 @@ def flag(name: str, environ: Optional[Mapping[str, str]] = None, default: bool =
             stacklevel=2,
         )
     return default if value not in OFF else False
+
+
+_TABLE = Path(__file__).resolve().parent / "tables" / "switches.json"
+_switches: List[Dict[str, Any]] = []
+
+
+def switches() -> List[Dict[str, Any]]:
+    """Every environment variable torchada reads, as declared in ``tables/switches.json`` (read
+    on first use: the start-up path only ever calls :func:`flag`).
+
+    Example::
+
+        >>> any(s["name"] == "TORCHADA_SIMULATE" for s in switches())
+        True
+    """
+    if not _switches:
+        _switches.extend(json.loads(_TABLE.read_text(encoding="utf-8"))["switches"])
+    return _switches
+
+
+def _declared(name: str) -> Dict[str, Any]:
+    for entry in switches():
+        if entry["name"] == name:
+            return entry
+    raise KeyError(f"{name} is not declared in torchada/tables/switches.json")
+
+
+def bad_value(name: str, raw: str, accepted: str) -> ValueError:
+    """The one message for a switch set to a value it does not take: the variable, the value,
+    what it accepts, and what the switch is for."""
+    return ValueError(f"{name}={raw!r} is not valid: use {accepted} ({_declared(name)['help']})")
+
+
+def whole_number(name: str, environ: Optional[Mapping[str, str]] = None) -> int:
+    """Integer switch ``name`` within its declared range (its default when unset); a bad value
+    raises :func:`bad_value`'s ValueError.
+
+    Example::
+
+        >>> whole_number("TORCHADA_SIM_DEVICES", {"TORCHADA_SIM_DEVICES": "4"})
+        4
+    """
+    entry = _declared(name)
+    raw = (os.environ if environ is None else environ).get(name, entry["default"])
+    value = raw.strip()
+    # str.isdigit accepts '²' and other digits int() refuses: ASCII digits only.
+    if not (value.isascii() and value.isdigit()) or not entry["min"] <= int(value) <= entry["max"]:
+        raise bad_value(name, raw, f"a whole number from {entry['min']} to {entry['max']}")
+    return int(value)
+
+
+def choice(
+    name: str, environ: Optional[Mapping[str, str]] = None, normalise: Any = str.strip
+) -> Optional[str]:
+    """Choice switch ``name``: one of its declared choices after ``normalise``, or None when
+    unset or empty; another value raises :func:`bad_value`'s ValueError.
+
+    Example::
+
+        >>> choice("TORCHADA_PLATFORM", {"TORCHADA_PLATFORM": " cpu "})
+        'cpu'
+    """
+    entry = _declared(name)
+    raw = (os.environ if environ is None else environ).get(name)
+    if raw is None or not raw.strip():
+        return None
+    value = normalise(raw)
+    choices: Sequence[str] = entry["choices"]
+    if value not in choices:
+        raise bad_value(name, raw, "one of " + ", ".join(repr(c) for c in choices))
+    return value
+
+
+def markdown_table() -> str:
+    """The README's table of switches, generated from the declarations."""
+    lines = ["| variable | values | default | effect |", "|---|---|---|---|"]
+    for entry in switches():
+        if entry.get("internal"):
+            continue
+        kind = entry["kind"]
+        if kind == "flag":
+            values = "on/off"
+        elif kind == "choice":
+            values = " \\| ".join(f"`{c}`" for c in entry["choices"])
+        elif kind == "int":
+            values = f"{entry['min']}-{entry['max']}"
+        elif kind == "list":
+            values = "indices, comma-separated"
+        elif "pattern" in entry:
+            values = f"`{entry['pattern']}`"
+        else:
+            values = kind
+        lines.append(f"| `{entry['name']}` | {values} | {entry['default']} | {entry['help']} |")
+    return "\n".join(lines)

@@ -10,6 +10,8 @@ import os
 import sys
 from typing import Any, Optional
 
+from ._env import choice
+
 logger = logging.getLogger("torchada")
 
 
@@ -38,14 +40,9 @@ def _torch_musa_present() -> bool:
 def detect_platform() -> Platform:
     """MUSA if torch_musa is loaded or importable (or simulated), CUDA for a CUDA build of torch,
     else CPU. ``TORCHADA_PLATFORM=musa|cuda|cpu`` overrides; other values are an error."""
-    forced = os.environ.get("TORCHADA_PLATFORM", "").strip().lower()
+    forced = choice("TORCHADA_PLATFORM", normalise=lambda v: v.strip().lower())
     if forced:
-        try:
-            return Platform(forced)
-        except ValueError:
-            raise ValueError(
-                f"TORCHADA_PLATFORM={forced!r} is not a platform; use 'musa', 'cuda' or 'cpu'"
-            ) from None
+        return Platform(forced)
     if _torch_musa_present():
         return Platform.MUSA
     torch = sys.modules.get("torch")

@@ -19,8 +19,6 @@ BOARDS: dict[str, dict] = {
 }
 
 DEFAULT_BOARD = "S4000"
-DEFAULT_DEVICE_COUNT = 2
-MAX_DEVICES = 16
 
 # The MUSA SDK version the simulated driver reports (torch.version.musa; MUSA_VERSION of SDK 5.1.0).
 MUSA_VERSION = "50100"

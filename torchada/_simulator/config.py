@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 
-from .boards import BOARDS, DEFAULT_BOARD, DEFAULT_DEVICE_COUNT, MAX_DEVICES
+from .._env import choice, whole_number
+from .boards import BOARDS, DEFAULT_BOARD
 
 
 @dataclass(frozen=True)
@@ -24,14 +26,22 @@ class SimConfig:
 
 
 def _parse_visible(value: str, physical: int) -> tuple:
-    # Like CUDA_VISIBLE_DEVICES: the list stops at the first invalid entry.
+    # Like CUDA_VISIBLE_DEVICES: the list stops at the first invalid entry. The driver says
+    # nothing, and "no GPUs are available" comes much later: say here which entry hid the rest.
     out: list = []
     for item in value.split(","):
         item = item.strip()
-        if not item.lstrip("-").isdigit():
-            break
-        idx = int(item)
+        digits = item[1:] if item.startswith("-") else item
+        valid = digits.isascii() and digits.isdigit()
+        idx = int(item) if valid else -1
         if idx < 0 or idx >= physical or idx in out:
+            warnings.warn(
+                f"MUSA_VISIBLE_DEVICES={value!r}: reading stops at {item!r}, which is not a "
+                f"device index from 0 to {physical - 1} seen once, so {len(out)} of {physical} "
+                "simulated devices are visible; use comma-separated indices such as '0,1'",
+                UserWarning,
+                stacklevel=2,
+            )
             break
         out.append(idx)
     return tuple(out)
@@ -39,18 +49,11 @@ def _parse_visible(value: str, physical: int) -> tuple:
 
 def read_config(environ: "os._Environ | dict | None" = None) -> SimConfig:
     env = os.environ if environ is None else environ
-    board = env.get("TORCHADA_SIM_BOARD", DEFAULT_BOARD).strip().upper().replace("MTT", "").strip()
-    if board not in BOARDS:
-        raise ValueError(
-            f"TORCHADA_SIM_BOARD={env.get('TORCHADA_SIM_BOARD')!r} is not a simulated board; "
-            f"use one of {', '.join(BOARDS)}"
-        )
-    raw = env.get("TORCHADA_SIM_DEVICES", str(DEFAULT_DEVICE_COUNT)).strip()
-    if not raw.isdigit() or int(raw) > MAX_DEVICES:
-        raise ValueError(
-            f"TORCHADA_SIM_DEVICES={raw!r} must be a whole number from 0 to {MAX_DEVICES}"
-        )
-    physical = int(raw)
+    board = (
+        choice("TORCHADA_SIM_BOARD", env, lambda v: v.strip().upper().replace("MTT", "").strip())
+        or DEFAULT_BOARD
+    )
+    physical = whole_number("TORCHADA_SIM_DEVICES", env)
     visible_env = env.get("MUSA_VISIBLE_DEVICES")
     visible = (
         tuple(range(physical)) if visible_env is None else _parse_visible(visible_env, physical)
