@@ -260,7 +260,7 @@ def _enable(simulate: Optional[bool]) -> bool:
         for module_name in preload(spec):
             importlib.import_module(module_name)
     hooks = ImportHooks()
-    redirector = Redirector(originals, {})
+    redirector = Redirector(originals)
     for name in table:
         hooks.register(name, redirector.build(name))
     hooks.install()
@@ -308,10 +308,6 @@ def disable() -> None:
             _undo.pop()()
         _hooks = None
         _enabled = False
-
-
-def installed_proxies() -> Dict[str, Any]:
-    return dict(_hooks.proxies()) if _hooks is not None else {}
 
 
 #: Modules whose every attribute the undo tests compare, besides all of ``torch.backends.*``.

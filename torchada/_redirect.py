@@ -117,10 +117,9 @@ def _force_cuda_available() -> bool:
 class Redirector:
     """Makes one resolver per proxied module; holds the originals it falls back to."""
 
-    def __init__(self, originals: Dict[str, Optional[ModuleType]], proxies: Dict[str, ProxyModule]):
+    def __init__(self, originals: Dict[str, Optional[ModuleType]]):
         self.table = load_table()
         self.originals = originals
-        self.proxies = proxies
 
     def _target(self, module_name: str) -> Optional[ModuleType]:
         target = self.table[module_name]["target"]
@@ -256,5 +255,4 @@ class Redirector:
             attrs=attrs,
             is_package=spec["package"],
         )
-        self.proxies[module_name] = proxy
         return proxy

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any, Optional
 
 import torch
@@ -113,11 +112,6 @@ def _get_device_index(device: Any, optional: bool = False, allow_cpu: bool = Fal
     """torch.cuda._get_device_index for MUSA: "cuda" devices count as musa ones."""
     device = _devices.musa_spec(device)
     return _musa().core._utils._get_musa_device_index(device, optional, allow_cpu)
-
-
-@contextlib.contextmanager
-def _noop_context(*args, **kwargs):
-    yield
 
 
 def memory_cached(device: Any = None) -> int:

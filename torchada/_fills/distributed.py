@@ -1,7 +1,7 @@
 """torch.distributed on MUSA: backend "nccl" in every spelling means MCCL.
 
 ``dist.get_backend()`` reports the truth ("mccl"), as ``device.type`` reports "musa": code that
-compares it with "nccl" should use :func:`torchada.is_nccl_backend` or accept both.
+compares it with "nccl" should accept "mccl" too.
 
 A group of a backend that has nothing for the MUSA device (``new_group(backend="gloo")``, a CPU
 group) is created while the default group is bound to a device
@@ -115,11 +115,6 @@ def init_device_mesh(device_type: str, *args: Any, **kwargs: Any) -> Any:
 
 def is_nccl_available() -> bool:
     return bool(getattr(_dist, "is_mccl_available", lambda: False)())
-
-
-def is_nccl_backend(name: Any) -> bool:
-    """True for "nccl" and for what it becomes on MUSA ("mccl")."""
-    return str(name).lower() in ("nccl", "mccl")
 
 
 def install(patcher: Any) -> None:
