@@ -162,3 +162,10 @@ def run_cuda_program(
 def cuda_program():
     """``cuda_program(mode, program, args, workdir=..., torchrun=False)``: see run_cuda_program."""
     return run_cuda_program
+
+
+def pytest_collection_modifyitems(config, items):
+    # Tests on the (simulated) MUSA device: those that take the simulator or torchada itself.
+    for item in items:
+        if {"musa_sim", "torchada_on"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.musa)

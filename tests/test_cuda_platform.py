@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 
 pytestmark = [
     pytest.mark.cuda,
+    pytest.mark.gpu,
     pytest.mark.skipif(
         not (torch.version.cuda and torch.cuda.is_available()),
         reason="needs an NVIDIA CUDA device",
