@@ -81,7 +81,18 @@ def collect() -> dict:
 
 
 def report(tag: str = "") -> None:
-    print("CHECK " + json.dumps({"tag": tag, **collect()}), flush=True)
+    # Workers share the parent's stdout and a report is longer than a pipe writes atomically
+    # (4 KiB): write each under a lock of its own file, so that two reports never interleave.
+    import fcntl
+
+    line = "CHECK " + json.dumps({"tag": tag, **collect()}) + "\n"
+    with open(os.environ["CHILD_CHECK_NAMES"] + ".lock", "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
 
 def parse(stdout: str) -> list:
