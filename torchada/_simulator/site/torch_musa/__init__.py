@@ -27,6 +27,9 @@ import torch  # noqa: E402
 _boards = importlib.import_module("torchada._simulator.boards")
 _state = importlib.import_module("torchada._simulator.state")
 
+# As torch_musa's: torch's version without local or pre-release parts ("2.13.0+cpu" -> "2.13.0").
+TORCH_VERSION = importlib.import_module("re").match(r"\d+(\.\d+)*", torch.__version__).group(0)
+
 # torch_musa refuses a torch older than its own version. It also warns when torch is not exactly
 # 2.7.1; the simulator runs on newer torch on purpose, so that warning is left out.
 if tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:3]) < tuple(
@@ -201,6 +204,19 @@ overwrite_cuda_api()
 
 def ipc_collect():
     _lazy_init()
+
+
+@importlib.import_module("contextlib").contextmanager
+def use_unified_cpu_allocator():
+    """CPU tensors made inside come from the unified (device-visible) CPU allocator. Simulated
+    devices run on host memory, which every device sees already: only the flag is set, as
+    torch_musa sets it."""
+    os = importlib.import_module("os")
+    os.environ["CPU_UNIFIED_FLAG"] = "True"
+    try:
+        yield
+    finally:
+        os.environ["CPU_UNIFIED_FLAG"] = "False"
 
 
 from . import distributed, utils  # noqa: E402,F401
