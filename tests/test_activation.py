@@ -55,6 +55,39 @@ def test_disable_restores_every_module_and_attribute(py, native):
     assert _last_json(r.stdout) == [[], [], True, True, "module", False, False, True, False]
 
 
+def test_disable_leaves_what_others_patched_after_torchada(py):
+    # Each patch is undone by its handle, and only while the attribute still holds torchada's
+    # value: a later replacement (mock.patch, another library) survives disable().
+    code = """
+        import json, torch, torchada
+        from torchada import _activation, _simulator
+        assert not torchada.is_enabled()
+        _simulator.activate()
+        original_generator = torch.Generator
+        assert torchada.enable()
+        ours_cuda = torch.Tensor.cuda
+        theirs = lambda self, *a, **k: "theirs"
+        torch.Tensor.cuda = theirs
+        handle = _activation._patcher.set_attr(torch.cuda, "probe_attr", 1)
+        undone_once, undone_twice = handle.undo(), handle.undo()
+        torchada.disable()
+        print(json.dumps({
+            "kept_theirs": torch.Tensor.cuda is theirs,
+            "generator_restored": torch.Generator is original_generator,
+            "handle": [undone_once, undone_twice, hasattr(torch.cuda, "probe_attr")],
+            "ours_was_different": ours_cuda is not theirs,
+        }))
+    """
+    r = py(code)
+    assert r.returncode == 0, r.stderr
+    assert _last_json(r.stdout) == {
+        "kept_theirs": True,
+        "generator_restored": True,
+        "handle": [True, False, False],
+        "ours_was_different": True,
+    }
+
+
 def test_first_enable_changes_nothing_it_does_not_undo(py):
     code = """
         import json, sys, torch

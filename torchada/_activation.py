@@ -62,29 +62,73 @@ def is_patched() -> bool:
     return _applied
 
 
-class Patcher:
-    """Records every change a subsystem makes so that :func:`disable` can undo it, newest first."""
+_MISSING = object()
 
-    def set_attr(self, obj: Any, name: str, value: Any) -> None:
-        missing = object()
+
+def _own_value(obj: Any, name: str) -> Any:
+    """What ``obj`` itself holds under ``name`` (not what a lookup would find elsewhere)."""
+    if isinstance(obj, type):
+        return obj.__dict__.get(name, _MISSING)
+    own = getattr(obj, "__dict__", None)
+    if isinstance(own, dict):
+        return own.get(name, _MISSING)
+    return getattr(obj, name, _MISSING)
+
+
+class PatchHandle:
+    """One attribute torchada replaced; :meth:`undo` puts the previous value back, but only while
+    the attribute still holds torchada's value: a later patch by someone else (a test's
+    ``mock.patch``, another library) is left in place."""
+
+    __slots__ = ("owner", "name", "new", "old", "done")
+
+    def __init__(self, owner: Any, name: str, new: Any, old: Any) -> None:
+        self.owner, self.name, self.new, self.old, self.done = owner, name, new, old, False
+
+    def undo(self) -> bool:
+        """Restore the previous value; False when the attribute is no longer torchada's (it is
+        left alone) or this handle was undone already."""
+        if self.done:
+            return False
+        self.done = True
+        if _own_value(self.owner, self.name) is not self.new:
+            logger.debug(
+                "torchada: %r.%s was replaced after torchada; left as it is", self.owner, self.name
+            )
+            return False
+        if self.old is _MISSING:
+            delattr(self.owner, self.name)
+        else:
+            setattr(self.owner, self.name, self.old)
+        return True
+
+
+class Patcher:
+    """Records every change a subsystem makes so that :func:`disable` can undo it, newest first.
+
+    Example::
+
+        >>> handle = _patcher.set_attr(torch.cuda, "is_available", lambda: True)  # doctest: +SKIP
+        >>> handle.undo()  # doctest: +SKIP
+        True
+    """
+
+    def set_attr(self, obj: Any, name: str, value: Any) -> PatchHandle:
         own = getattr(obj, "__dict__", None)
         if isinstance(obj, type):
-            old = obj.__dict__.get(name, missing)
+            old = obj.__dict__.get(name, _MISSING)
         elif isinstance(own, dict) and (name in own or not hasattr(type(obj), name)):
             # The object's own attribute only: one found through a module-like __getattr__ (the
             # module torch.backends.cudnn wraps) must not be copied into it at undo.
-            old = own.get(name, missing)
+            old = own.get(name, _MISSING)
         else:
-            old = getattr(obj, name, missing)
+            old = getattr(obj, name, _MISSING)
         setattr(obj, name, value)
+        handle = PatchHandle(obj, name, value, old)
+        _undo.append(handle.undo)
+        return handle
 
-        def restore() -> None:
-            if old is missing:
-                delattr(obj, name)
-            else:
-                setattr(obj, name, old)
-
-        _undo.append(restore)
+    patch = set_attr
 
     def set_env(self, name: str, value: str) -> None:
         old = os.environ.get(name)
