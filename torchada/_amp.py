@@ -17,11 +17,11 @@ The autocast object reports what it really controls: ``torch.autocast("cuda").de
 from __future__ import annotations
 
 import functools
-import inspect
-from typing import Any, Callable
+from typing import Any, Callable, Dict
 
 import torch
 
+from ._arguments import rewriting
 from ._devices import musa_device_type
 
 
@@ -54,18 +54,12 @@ def _patch_autocast(patcher: Any) -> None:
 
 def _patch_grad_scaler(patcher: Any) -> None:
     cls = torch.amp.grad_scaler.GradScaler
-    original = cls.__init__
-    signature = inspect.signature(original)
 
     # The device defaults to "cuda" in torch: GradScaler() means the musa device too.
-    @functools.wraps(original)
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        bound = signature.bind(self, *args, **kwargs)
-        bound.apply_defaults()
-        bound.arguments["device"] = musa_device_type(bound.arguments["device"])
-        original(*bound.args, **bound.kwargs)
+    def read_device_as_musa(arguments: Dict[str, Any]) -> None:
+        arguments["device"] = musa_device_type(arguments["device"])
 
-    patcher.set_attr(cls, "__init__", __init__)
+    patcher.set_attr(cls, "__init__", rewriting(cls.__init__, read_device_as_musa, defaults=True))
 
 
 def _patch_custom_fwd_bwd(patcher: Any) -> None:

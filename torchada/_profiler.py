@@ -19,13 +19,13 @@ reads them as the device columns already.
 from __future__ import annotations
 
 import functools
-import inspect
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Dict
 
 import torch
 from torch._C._profiler import ProfilerActivity
 
+from ._arguments import rewriting
 from ._devices import musa_spec
 
 _CUDA = ProfilerActivity.CUDA
@@ -107,14 +107,9 @@ def _patch_kineto_profile(patcher: Any, original_supported: Any) -> None:
 
 def _patch_autograd_profile(patcher: Any, original_supported: Any) -> None:
     cls = torch.autograd.profiler.profile
-    original = cls.__init__
-    signature = inspect.signature(original)
     backend = torch._C._get_privateuse1_backend_name()
 
-    @functools.wraps(original)
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        bound = signature.bind(self, *args, **kwargs)
-        arguments = bound.arguments
+    def profile_musa_for_cuda(arguments: Dict[str, Any]) -> None:
         use_device = arguments.get("use_device")
         wants_cuda = arguments.get("use_cuda") or musa_spec(use_device) is not use_device
         if wants_cuda:
@@ -124,9 +119,8 @@ def _patch_autograd_profile(patcher: Any, original_supported: Any) -> None:
             # backend's profiler stubs (see the module docstring).
             if not arguments.get("use_kineto") and _musa_supported(original_supported):
                 arguments["use_kineto"] = True
-        original(*bound.args, **bound.kwargs)
 
-    patcher.set_attr(cls, "__init__", __init__)
+    patcher.set_attr(cls, "__init__", rewriting(cls.__init__, profile_musa_for_cuda))
 
 
 def install(patcher: Any) -> None:

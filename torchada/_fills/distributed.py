@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import inspect
-from typing import Any, Iterator
+from typing import Any, Dict, Iterator
 
 import torch
 import torch.distributed as _dist
@@ -24,6 +23,7 @@ import torch.distributed.device_mesh as _device_mesh
 from torch.distributed import distributed_c10d as _c10d
 
 from .. import _devices
+from .._arguments import rewriting
 from .._devices import musa_device_type
 
 _init_process_group = _c10d.init_process_group
@@ -89,18 +89,14 @@ def _unbound_unless_served(backend: Any) -> Iterator[None]:
 def _group_factory(original: Any) -> Any:
     """``original`` (a torch function creating groups) with its ``backend`` argument translated,
     however it is passed, and the bound-device rule of the module docstring applied."""
-    signature = inspect.signature(original)
 
-    @functools.wraps(original)
-    def create(*args: Any, **kwargs: Any) -> Any:
-        bound = signature.bind(*args, **kwargs)
-        backend = bound.arguments.get("backend")
-        if "backend" in bound.arguments:
-            bound.arguments["backend"] = backend = translate_backend(backend)
-        with _unbound_unless_served(backend):
-            return original(*bound.args, **bound.kwargs)
+    def translate(arguments: Dict[str, Any]) -> Any:
+        backend = arguments.get("backend")
+        if "backend" in arguments:
+            arguments["backend"] = backend = translate_backend(backend)
+        return _unbound_unless_served(backend)
 
-    return create
+    return rewriting(original, translate)
 
 
 new_group = _group_factory(_c10d.new_group)
