@@ -26,7 +26,9 @@ import re
 from collections import Counter
 from typing import Dict, FrozenSet, List, Optional, Pattern, Sequence, Tuple, Union
 
-from ._ruleset import ArchTier, Rule, RuleError, RuleSet, load_rules
+from ._arch import ArchRewriter
+from ._lexical import _WORD_CHARS, _tokens_before
+from ._ruleset import Rule, RuleError, RuleSet, load_rules
 from .report import STATUS_MUSA, STATUS_PORTED, STATUS_UNCHANGED, FileReport, Finding
 
 logger = logging.getLogger("torchada.porting")
@@ -34,12 +36,6 @@ logger = logging.getLogger("torchada.porting")
 #: Hand-written MUSA sources: never rewritten, whatever the caller asks.
 MUSA_SUFFIXES = (".mu", ".muh")
 
-# Whitespace as the compiler sees it, including backslash line continuations.
-_WS = r"(?:[ \t\r\n\f\v]|\\\r?\n)*"
-# Whitespace that stays on one logical line.
-_HWS = r"[ \t]*(?:\\\r?\n[ \t]*)*"
-_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
-_SPACE_CHARS = frozenset(" \t\r\n\f\v")
 
 # Token kinds, as ints for a cheap dispatch in the hot loop.
 _K_SKIP, _K_COMMENT, _K_INCLUDE, _K_IDENT = range(4)
@@ -49,17 +45,6 @@ _RAW_START = r"(?:(?<!\w.)|(?<=(?<!\w)[uUL].)|(?<=(?<!\w)u8.))"
 _RAW_BODY = r'"(?P<rd>[^()\\\s"]{0,16})\([\s\S]*?\)(?P=rd)"'
 _CHAR_BODY = r"(?:[^'\\\n]|\\[\s\S])*'"
 
-# `__CUDA_ARCH__ <op> <integer>`, matched right after the macro name.
-_ARCH_FWD = re.compile(
-    rf"(?P<ws1>{_WS})(?P<op>[<>]=?|[=!]=)(?P<ws2>{_WS})(?P<num>\d+)[uUlL]*(?![\w.])", re.ASCII
-)
-# What may follow a rewritten comparison / bare use: end of the expression or a looser operator.
-# (Equality after either operator kind associates safely: (a < b) == c, (a == b) == c.)
-# Block comments are skipped so that what follows them is what gets checked.
-_SKIP_BLOCK = rf"{_HWS}(?:/\*[^*]*\*+(?:[^/*][^*]*\*+)*/{_HWS})*"
-_ARCH_POST = re.compile(rf"{_SKIP_BLOCK}(?:\r?\n|\Z|[),?:;}}\]&|^]|==|!=|//)", re.ASCII)
-_ARCH_TRUTH_POST = re.compile(rf"{_SKIP_BLOCK}(?:&&|\|\||\r?\n|\Z|//)", re.ASCII)
-_ARCH_DEFINED_POST = re.compile(rf"{_SKIP_BLOCK}(?:\)|&&|\|\||\r?\n|\Z|//)", re.ASCII)
 # Starts with a literal so re can skip ahead quickly; `#` need not be first on its line (rare).
 _DEFINE = re.compile(r"#[ \t]*define[ \t]+(\w+)", re.ASCII)
 # What precedes a declared name (a function, kernel, variable or type): a type name, not a
@@ -95,63 +80,10 @@ def _declares(text: str, name: str) -> bool:
     return False
 
 
-_NUMBER = re.compile(r"\d+[uUlL]*\Z", re.ASCII)
-# Single-character tokens that bind looser than a comparison when they precede it.
-_ARCH_PRE_CHARS = frozenset("(,?:;{}[&|^=")
-_FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}
-
-_ARCH_NOTE = (
-    "{} used in a way the threshold table cannot rewrite safely "
-    "(not a plain comparison with an integer literal, nor a defined()/truthiness test)"
-)
-
 # A rewrite decided by a handler: (start, end, replacement, report label or "").
 _Edit = Tuple[int, int, str, str]
 # A context element: a literal token, a set of alternatives, or None for "any identifier".
 _Elem = Union[str, FrozenSet[str], None]
-
-
-def _tokens_before(text: str, pos: int, count: int) -> List[str]:
-    """Up to ``count`` C tokens ending before ``pos``, nearest first (a tiny backward lexer).
-
-    Identifiers/numbers, ``::`` and ``->`` come back whole, other punctuation one character at a
-    time. Whitespace, line continuations and ``/* */`` comments between tokens are skipped.
-    """
-    tokens: List[str] = []
-    i = pos
-    while len(tokens) < count:
-        while i > 0:
-            c = text[i - 1]
-            if c in _SPACE_CHARS:
-                i -= 1
-            elif c == "\\" and i < len(text) and text[i] in "\r\n":
-                i -= 1
-            elif c == "/" and i >= 2 and text[i - 2] == "*":
-                j = text.rfind("/*", 0, i - 2)
-                if j < 0:
-                    break
-                i = j
-            else:
-                break
-        if i == 0:
-            break
-        c = text[i - 1]
-        if c in _WORD_CHARS:
-            j = i - 1
-            while j > 0 and text[j - 1] in _WORD_CHARS:
-                j -= 1
-            tokens.append(text[j:i])
-            i = j
-        elif c == ":" and i >= 2 and text[i - 2] == ":":
-            tokens.append("::")
-            i -= 2
-        elif c == ">" and i >= 2 and text[i - 2] == "-":
-            tokens.append("->")
-            i -= 2
-        else:
-            tokens.append(c)
-            i -= 1
-    return tokens
 
 
 class _Context:
@@ -221,12 +153,14 @@ class Translator:
         self._header_patterns = _alternation(self.ruleset.header_patterns)
         self._looks_cuda: Dict[str, bool] = {}
         self._include_cache: Dict[str, Tuple[str, str, str]] = {}
-        self._arch_cache: Dict[tuple, Tuple[str, str]] = {}
         # The device-pass arch macro is whichever rule has kind "arch-macro" (one at most).
         arch = next((r for r in self.ruleset.rules if r.kind == "arch-macro"), None)
         self._arch_key: Optional[str] = arch.cuda if arch is not None else None
-        self._arch_musa = arch.musa if arch is not None else ""
-        self._arch_note = _ARCH_NOTE.format(self._arch_key)
+        self._arch = (
+            ArchRewriter(arch.cuda, arch.musa, self.ruleset.arch_tiers)
+            if arch is not None
+            else None
+        )
         self._needle_re = re.compile(
             "|".join(re.escape(first) + f"(?:{rest})" for first, rest in self.ruleset.needles),
             re.ASCII,
@@ -395,7 +329,9 @@ class Translator:
                 if trig is not None:
                     result = self._apply_trigger(trig, text, start, end, report, lines)
                 elif name == self._arch_key:
-                    result = self._arch(text, start, end, report, lines)
+                    result = self._arch.edit(text, start, end)  # type: ignore[union-attr]
+                    if result is None:
+                        _add(report.attention, name, lines.line(start), self._arch.note)
                 else:
                     if not name[0].isdigit() and self.looks_cuda(name):
                         _add(report.remaining, name, lines.line(start), "")
@@ -529,65 +465,6 @@ class Translator:
             return ("remaining", spelled, "header without a MUSA mapping")
         return ("keep", spelled, "")
 
-    # ------------------------------------------------------------------ __CUDA_ARCH__
-    def _arch(
-        self, text: str, start: int, name_end: int, report: FileReport, lines: "_LineCounter"
-    ) -> Optional[_Edit]:
-        key = self._arch_key
-        fwd = _ARCH_FWD.match(text, name_end)
-        if fwd is not None:
-            ws1, op, ws2, num = fwd.groups()
-            end = fwd.end()
-            if _arch_pre_ok(text, start, op) and _ARCH_POST.match(text, end):
-                new, label = self._arch_rewrite(op, int(num), ws1, ws2, None)
-                return (start, end, new, label)
-            _add(report.attention, key, lines.line(start), self._arch_note)
-            return None
-        rev = _reversed_comparison(text, start)
-        if rev is not None:
-            num_start, number, op, ws1, ws2 = rev  # op as written: <number> <op> <macro>
-            fwd_op = _FLIP[op]
-            if _arch_pre_ok(text, num_start, fwd_op) and _ARCH_POST.match(text, name_end):
-                new, label = self._arch_rewrite(fwd_op, number, ws1, ws2, True)
-                return (num_start, name_end, new, label)
-            _add(report.attention, key, lines.line(start), self._arch_note)
-            return None
-        before = _tokens_before(text, start, 2)
-        defined = (
-            (before[:1] == ["defined"] or before[:2] == ["(", "defined"])
-            and _ARCH_DEFINED_POST.match(text, name_end)
-        ) or (
-            len(before) == 2
-            and before[0] in ("ifdef", "ifndef", "undef")
-            and before[1] == "#"
-            and _ARCH_TRUTH_POST.match(text, name_end)
-        )
-        truthy = (
-            (len(before) == 2 and before[0] in ("if", "elif") and before[1] == "#")
-            or before[:2] in (["&", "&"], ["|", "|"])
-            or (before[:1] == ["!"])
-        ) and _ARCH_TRUTH_POST.match(text, name_end)
-        if defined or truthy:
-            return (start, name_end, self._arch_musa, key)  # type: ignore[return-value]
-        _add(report.attention, key, lines.line(start), self._arch_note)  # type: ignore[arg-type]
-        return None
-
-    def _arch_rewrite(
-        self, op: str, number: int, ws1: str, ws2: str, reverse: Optional[bool]
-    ) -> Tuple[str, str]:
-        """(replacement, report label) for ``macro op number``, memoised (few distinct ones)."""
-        cache_key = (op, number, ws1, ws2, reverse)
-        hit = self._arch_cache.get(cache_key)
-        if hit is None:
-            tiers, musa = self.ruleset.arch_tiers, self._arch_musa
-            if reverse:
-                cond = _arch_condition(tiers, op, number, musa, "", "")
-                new = _reverse_condition(cond, musa, ws1, ws2)
-            else:
-                new = _arch_condition(tiers, op, number, musa, ws1, ws2)
-            hit = self._arch_cache[cache_key] = (new, f"{self._arch_key} {op} {number}")
-        return hit
-
 
 def _simple_qualifier(text: str, start: int, trig: _Trigger) -> Optional[_Context]:
     """Fast path for ``qual::name`` (spaces allowed): the context of ``name``, if decided here.
@@ -610,102 +487,6 @@ def _simple_qualifier(text: str, start: int, trig: _Trigger) -> Optional[_Contex
     if ctx is None or len(ctx.pattern) < trig.depth:
         return None  # a deeper context may apply: let the general path decide
     return ctx
-
-
-def _arch_pre_ok(text: str, start: int, op: str) -> bool:
-    """Whether what precedes a ``__CUDA_ARCH__`` comparison binds looser than the comparison."""
-    i = start
-    while i and text[i - 1] in " \t":
-        i -= 1
-    if i and text[i - 1] in "(,?;{}[&|^":  # the usual `#if X && __CUDA_ARCH__ ...` shapes
-        return True
-    if i >= 3 and text[i - 2 : i] == "if":  # `#if` / `#elif`
-        j = i - 4 if text[i - 4 : i - 2] == "el" else i - 2
-        while j and text[j - 1] in " \t":
-            j -= 1
-        if j and text[j - 1] == "#":
-            return True
-    tokens = _tokens_before(text, start, 2)
-    if not tokens:
-        return True
-    first = tokens[0]
-    if first in ("return",) or (first in ("if", "elif") and tokens[1:2] == ["#"]):
-        return True
-    if first not in _ARCH_PRE_CHARS:
-        return False
-    if first == "=":
-        # Plain assignment is fine; `==`/`!=` only ahead of a relational comparison, since
-        # relational binds tighter (a == X < N); `<=`/`>=` never.
-        prev = tokens[1] if len(tokens) > 1 else ""
-        if prev in ("=", "!"):
-            return op not in ("==", "!=")
-        return prev not in ("<", ">")
-    return True
-
-
-def _reversed_comparison(text: str, start: int) -> Optional[Tuple[int, int, str, str, str]]:
-    """Parse ``<number> <op>`` right before ``start``; returns (start, number, op, ws1, ws2)."""
-    i = start
-    while i > 0 and (text[i - 1] in _SPACE_CHARS or text[i - 1] == "\\"):
-        i -= 1
-    if i < 1:
-        return None
-    c = text[i - 1]
-    if c == "=" and i >= 2 and text[i - 2] in "<>=!":
-        op, i = text[i - 2 : i], i - 2
-    elif c in "<>" and not (i >= 2 and text[i - 2] in "<>-"):
-        op, i = c, i - 1
-    else:
-        return None
-    if op in ("<", ">") and i >= 1 and text[i - 1] in "<>":
-        return None
-    op_start = i
-    while i > 0 and (text[i - 1] in _SPACE_CHARS or text[i - 1] == "\\"):
-        i -= 1
-    num_end = i
-    while i > 0 and text[i - 1] in _WORD_CHARS:
-        i -= 1
-    if i == num_end or not _NUMBER.match(text, i, num_end) or (i > 0 and text[i - 1] == "."):
-        return None
-    return (
-        i,
-        int(re.match(r"\d+", text[i:num_end]).group()),  # type: ignore[union-attr]
-        op,
-        text[num_end:op_start],
-        text[op_start + len(op) : start],
-    )
-
-
-def _arch_condition(
-    tiers: Tuple[ArchTier, ...], op: str, number: int, musa: str, ws1: str, ws2: str
-) -> str:
-    """Rewrite ``__CUDA_ARCH__ <op> <number>`` as an equivalent test on the MUSA arch macro.
-
-    A MUSA tier "has" CUDA arch N's features when N <= tier.cuda_max. Results that hold on no
-    (or every) MUSA arch become 0 (or 1) only where that also matches the host pass, on which
-    __CUDA_ARCH__ is undefined and compares as 0.
-    """
-    keep = ws1 + ws2 if "\n" in ws1 + ws2 else ""
-    if op in (">", "<="):
-        number += 1
-        op = ">=" if op == ">" else "<"
-    if op in (">=", "<"):
-        having = [t for t in tiers if number <= t.cuda_max]
-        if not having:
-            return ("0" if op == ">=" else "1") + keep
-        return f"{musa}{ws1}{op}{ws2}{having[0].musa_arch}"
-    tier = next((t for t in tiers if t.cuda_min <= number <= t.cuda_max), None)
-    if tier is None:
-        return ("0" if op == "==" else "1") + keep
-    return f"{musa}{ws1}{op}{ws2}{tier.musa_arch}"
-
-
-def _reverse_condition(forward: str, musa: str, ws1: str, ws2: str) -> str:
-    """Write a forward condition back in the ``N op MACRO`` order the source used."""
-    m = re.match(rf"{re.escape(musa)}(?P<op>[<>]=?|[=!]=)(?P<n>\d+)\Z", forward)
-    if m is None:  # a constant
-        return forward
-    return f"{m.group('n')}{ws1}{_FLIP[m.group('op')]}{ws2}{musa}"
 
 
 def _alternation(patterns: Sequence[str]) -> Pattern[str]:
