@@ -112,11 +112,13 @@ def test_musa_home_resolution_order(me, clean_env, tmp_path, capsys):
 
 
 def test_mudnn_home_resolution(me, clean_env):
-    assert me._find_mudnn_home() is None
+    from torchada._simulator.extension_support import find_mudnn_home
+
+    assert find_mudnn_home() is None
     clean_env.setenv("MUDNN_PATH", "/opt/mudnn-path")
-    assert me._find_mudnn_home() == "/opt/mudnn-path"
+    assert find_mudnn_home() == "/opt/mudnn-path"
     clean_env.setenv("MUDNN_HOME", "/opt/mudnn-home")
-    assert me._find_mudnn_home() == "/opt/mudnn-home"
+    assert find_mudnn_home() == "/opt/mudnn-home"
 
 
 _PRINT_HOMES = """
@@ -304,13 +306,15 @@ def test_musa_extension_fields(me, monkeypatch):
 
 
 def test_cxx_standard_added_when_missing(me):
+    from torchada._simulator import extension_support as support
+
     flags = ["-O2"]
-    me._append_std_if_missing(flags)
-    assert flags == ["-O2", f"-std={me._cxx_std()}"]
+    support.append_std_if_missing(flags)
+    assert flags == ["-O2", f"-std={support.cxx_std()}"]
     # Never below torch_musa's own C++17; newer when the installed torch's headers need it.
-    assert int(me._cxx_std()[3:]) >= 17
+    assert int(support.cxx_std()[3:]) >= 17
     flags = ["-std=gnu++20"]
-    me._append_std_if_missing(flags)
+    support.append_std_if_missing(flags)
     assert flags == ["-std=gnu++20"]
 
 

@@ -210,7 +210,19 @@ def _move_into_place(private: Path, build_dir: Path) -> None:
     private.rename(build_dir)
 
 
-def _ensure_ninja_on_path() -> str:
+def ensure_ninja_on_path() -> str:
+    """Return the path of a ``ninja`` binary, putting the PyPI ``ninja`` wheel's on ``PATH`` first
+    when none is there (torch's extension builder finds ninja through ``PATH`` only).
+
+    Raises:
+        NativeBuildError: neither a ``ninja`` on ``PATH`` nor the ``ninja`` package is installed.
+
+    Example::
+
+        >>> from torchada._build import ensure_ninja_on_path
+        >>> ensure_ninja_on_path().endswith("ninja")
+        True
+    """
     found = shutil.which("ninja")
     if found:
         return found
@@ -318,7 +330,7 @@ def load_torch_extension(
             _records[name] = BuildRecord(name, artefact, False, time.perf_counter() - start)
             return module
         private = _private_dir(build_dir)
-        _ensure_ninja_on_path()
+        ensure_ninja_on_path()
         if with_musa:
             loader = importlib.import_module("torch_musa.utils.musa_extension")
             musa_flags = {"extra_musa_cflags": ["-O2"]}
@@ -371,7 +383,7 @@ def build_shared_libraries(
         if done.exists() and _intact(done, list(outputs.values())):
             return outputs
         private = _private_dir(build_dir)
-        ninja = _ensure_ninja_on_path()
+        ninja = ensure_ninja_on_path()
         lines = [
             f"cflags = {' '.join(cflags)}",
             "rule cc_shared",

@@ -89,8 +89,31 @@ def _make_musart(ext):
     return m
 
 
+def _device_properties(index):
+    from torchada._simulator.state import device_properties
+
+    return device_properties[index]
+
+
+def _no_ipc(*args, **kwargs):
+    # torch_musa shares device memory between processes through MUSA IPC; the simulated device
+    # is host memory of one process, so it says so instead of handing out a handle that cannot
+    # work.
+    raise RuntimeError(
+        "MUSA IPC (sharing a musa tensor's memory with another process) needs a MUSA device; the "
+        "simulator cannot share device memory between processes. Move the tensor to the CPU "
+        "before sending it, or use torch.distributed."
+    )
+
+
 def load(config):
     ext = native.load_extension()
+    # The C module's IPC entry points (storage._share_musa_ and friends call them).
+    for name in ("_share_musa_", "_new_shared_musa", "_release_ipc_counter_musa"):
+        setattr(ext, name, _no_ipc)
+    ext._get_device_properties = _device_properties
+    # Work queued on a simulated stream runs at once: there is nothing to keep busy.
+    ext._musa_sleep = lambda cycles: None
     ext._sim_configure(config.device_count, config.spec["total_memory"])
     for cls in (_MusaStreamBase, _MusaEventBase, _MUSAGraph, _MusaDeviceProperties):
         setattr(ext, cls.__name__, cls)

@@ -83,7 +83,7 @@ def _lazy_init():
             torch_musa._MUSAC._musa_default_generator(i) for i in range(count)
         )
         torch_musa.has_half = True
-        torch_musa._get_device_properties = torch_musa.core.device._get_device_properties
+        torch_musa._get_device_properties = torch_musa._MUSAC._get_device_properties
         _tls.is_initializing = True
         for calls in _lazy_seed_tracker.get_calls():
             if calls:

@@ -82,18 +82,12 @@ def synchronize(device=None):
         return torch_musa._MUSAC._musa_synchronize()
 
 
-def _get_device_properties(idx):
-    from torchada._simulator.state import device_properties
-
-    return device_properties[idx]
-
-
 def get_device_properties(device):
     _lazy_init()
     device = _get_musa_device_index(device, optional=True)
     if device < 0 or device >= device_count():
         raise AssertionError("Invalid device id")
-    return _get_device_properties(device)
+    return torch_musa._get_device_properties(device)
 
 
 def get_device_name(device=None):
@@ -140,10 +134,6 @@ def is_bf16_supported(including_emulation=True):
 
 def is_tf32_supported():
     return is_bf16_supported(including_emulation=False)
-
-
-def _sleep(cycles):
-    _lazy_init()
 
 
 def register_musa_hook():

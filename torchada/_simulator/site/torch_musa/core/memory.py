@@ -8,9 +8,8 @@ import contextlib
 import ctypes
 import types
 
-import torch
-
 import torch_musa
+from torchada._simulator import support as _support
 
 from ._lazy_init import _lazy_init, is_initialized
 from ._utils import _get_musa_device_index
@@ -40,18 +39,10 @@ __all__ = [
     "memory_stats_all",
 ]
 
-_STAT_KINDS = ("allocated_bytes", "reserved_bytes", "active_bytes", "requested_bytes")
-_COUNT_KINDS = ("allocation", "segment", "active")
-_POOLS = ("all", "small_pool", "large_pool")
-
-
-def _device(device):
-    return _get_musa_device_index(device, optional=True)
-
 
 def set_per_process_memory_fraction(fraction, device=None):
     _lazy_init()
-    device = _device(device)
+    device = _get_musa_device_index(device, optional=True)
     if not isinstance(fraction, float):
         raise TypeError("Invalid type for fraction argument, must be `float`")
     if fraction < 0 or fraction > 1:
@@ -67,22 +58,22 @@ def empty_cache():
 def memory_stats_as_nested_dict(device=None):
     if not is_initialized():
         return {}
-    device = _device(device)
+    device = _get_musa_device_index(device, optional=True)
     raw = torch_musa._MUSAC._musa_memoryStatsRaw(device)
     out = {}
-    for kind in _STAT_KINDS:
+    for kind in _support.STAT_KINDS:
         out[kind] = {
             pool: dict(zip(("current", "peak", "allocated", "freed"), raw[f"bytes.{pool}"]))
-            for pool in _POOLS
+            for pool in _support.POOLS
         }
-    for kind in _COUNT_KINDS:
+    for kind in _support.COUNT_KINDS:
         out[kind] = {
             pool: dict(zip(("current", "peak", "allocated", "freed"), raw[f"count.{pool}"]))
-            for pool in _POOLS
+            for pool in _support.POOLS
         }
     zero = {"current": 0, "peak": 0, "allocated": 0, "freed": 0}
-    out["inactive_split"] = {pool: dict(zero) for pool in _POOLS}
-    out["inactive_split_bytes"] = {pool: dict(zero) for pool in _POOLS}
+    out["inactive_split"] = {pool: dict(zero) for pool in _support.POOLS}
+    out["inactive_split_bytes"] = {pool: dict(zero) for pool in _support.POOLS}
     out["oversize_allocations"] = dict(zero)
     out["oversize_segments"] = dict(zero)
     out["num_alloc_retries"] = 0
@@ -124,12 +115,14 @@ def memory_stats_all():
 
 def reset_accumulated_memory_stats(device=None):
     _lazy_init()
-    torch_musa._MUSAC._musa_resetAccumulatedMemoryStats(_device(device))
+    torch_musa._MUSAC._musa_resetAccumulatedMemoryStats(
+        _get_musa_device_index(device, optional=True)
+    )
 
 
 def reset_peak_memory_stats(device=None):
     _lazy_init()
-    torch_musa._MUSAC._musa_resetPeakMemoryStats(_device(device))
+    torch_musa._MUSAC._musa_resetPeakMemoryStats(_get_musa_device_index(device, optional=True))
 
 
 def reset_max_memory_allocated(device=None):
@@ -160,16 +153,12 @@ def memory_snapshot():
     return []
 
 
-# torch's own, taken while torch.cuda is still torch's (torch_musa loads before any adapter).
-_torch_memory_summary = torch.cuda.memory.memory_summary
-
-
 def memory_summary(device=None, abbreviated=False):
     # torch_musa prints torch's CUDA table with MUSA wording: render it with torch's own
     # formatter, fed with this device's statistics.
-    device = _device(device)
+    device = _get_musa_device_index(device, optional=True)
     stats = memory_stats(device=device)
-    render = _torch_memory_summary
+    render = _support.TORCH_MEMORY_SUMMARY
     with_stats = types.FunctionType(
         render.__code__,
         {**render.__globals__, "memory_stats": lambda device=None: stats},
@@ -189,7 +178,7 @@ def memory_summary(device=None, abbreviated=False):
 
 def mem_get_info(device=None):
     _lazy_init()
-    return torch_musa.musart().musaMemGetInfo(_device(device))
+    return torch_musa.musart().musaMemGetInfo(_get_musa_device_index(device, optional=True))
 
 
 def get_allocator_backend():

@@ -7,9 +7,9 @@ import torch
 T = TypeVar("T", bound="torch.nn.Module")
 
 
-def _module_musa(self, device=None):
+def _musa(self, device=None):
     return self._apply(lambda t: t.musa(device))
 
 
 def set_module_attributes():
-    torch.nn.Module.musa = _module_musa
+    torch.nn.Module.musa = _musa

@@ -6,6 +6,7 @@ import warnings
 import torch
 
 import torch_musa
+from torchada._simulator import support as _support
 
 from ._lazy_init import _lazy_call, _lazy_init
 
@@ -23,20 +24,9 @@ __all__ = [
 ]
 
 
-def _index(device):
-    if isinstance(device, str):
-        device = torch.device(device)
-    elif isinstance(device, int):
-        device = torch.device("musa", device)
-    idx = device.index
-    if idx is None:
-        idx = torch_musa.current_device()
-    return idx
-
-
 def get_rng_state(device="musa"):
     _lazy_init()
-    return torch_musa.default_generators[_index(device)].get_state()
+    return torch_musa.default_generators[_support.generator_index(device)].get_state()
 
 
 def get_rng_state_all():
@@ -48,7 +38,7 @@ def set_rng_state(new_state, device="musa"):
         new_state_copy = new_state.clone(memory_format=torch.contiguous_format)
 
     def cb():
-        torch_musa.default_generators[_index(device)].set_state(new_state_copy)
+        torch_musa.default_generators[_support.generator_index(device)].set_state(new_state_copy)
 
     _lazy_call(cb)
 

@@ -1,37 +1,58 @@
-"""UntypedStorage methods torch_musa adds (is_musa, musa, is_cuda answering for musa)."""
+"""UntypedStorage methods torch_musa adds (is_musa, musa, is_cuda answering for musa, IPC)."""
 
 import torch
+from torch._utils import _get_async_or_non_blocking
+
+from torch_musa import _MUSAC
 
 
-def _storage_is_cuda(self):
-    return self.device.type in ("cuda", "musa")
+@property
+def _is_musa(self):
+    return self.device.type == "musa"
 
 
-def _storage_musa(self, device=None, non_blocking=False):
-    idx = torch.musa.current_device() if device is None else torch.device(device, 0).index
-    if self.device.type == "musa" and (device is None or self.device.index == idx):
-        return self
-    out = torch.UntypedStorage(self.nbytes(), device=torch.device("musa", idx))
-    out.copy_(self, non_blocking)
-    return out
+def _musa(self, device=None, non_blocking=False, **kwargs):
+    non_blocking = _get_async_or_non_blocking("musa", non_blocking, kwargs)
+    if self.device.type == "musa":
+        if device is None:
+            device = torch.musa.current_device()
+        if self.get_device() == device:
+            return self
+    elif device is None:
+        device = -1
+    with torch.musa.device(device):
+        out = torch.UntypedStorage(self.size(), device=torch.device("musa"))
+        out.copy_(self, non_blocking)
+        return out
 
 
-def _no_ipc(*args, **kwargs):
-    # torch_musa shares device memory between processes through MUSA IPC; the simulated device
-    # is host memory of one process, so it says so instead of handing out a handle that cannot
-    # work.
-    raise RuntimeError(
-        "MUSA IPC (sharing a musa tensor's memory with another process) needs a MUSA device; the "
-        "simulator cannot share device memory between processes. Move the tensor to the CPU "
-        "before sending it, or use torch.distributed."
-    )
+@classmethod
+def _new_shared_musa(cls, *args, **kwargs):
+    return _MUSAC._new_shared_musa(*args, **kwargs)
+
+
+def _share_musa(self, *args, **kwargs):
+    return _MUSAC._share_musa_(self, *args, **kwargs)
+
+
+def _is_shared(self):
+    # Device memory counts as shared, as in torch_musa.
+    return True if self.device.type == "musa" else self.is_shared()
+
+
+@classmethod
+def _release_ipc_counter_musa(cls, *args, device=None, **kwargs):
+    return _MUSAC._release_ipc_counter_musa(*args, **kwargs)
 
 
 def set_storage_attributes():
-    for name in ("_share_musa_", "_share_cuda_"):
-        setattr(torch.UntypedStorage, name, _no_ipc)
-    for name in ("_new_shared_musa", "_release_ipc_counter_musa", "_new_shared_cuda"):
-        setattr(torch.UntypedStorage, name, classmethod(_no_ipc))
-    torch.UntypedStorage.is_cuda = property(_storage_is_cuda)
-    torch.UntypedStorage.is_musa = property(lambda self: self.device.type == "musa")
-    torch.UntypedStorage.musa = _storage_musa
+    torch.UntypedStorage._share_musa_ = _share_musa
+    torch.UntypedStorage._share_cuda_ = _share_musa
+    torch.UntypedStorage._new_shared_musa = _new_shared_musa
+    torch.UntypedStorage._new_shared_cuda = _new_shared_musa
+    torch.UntypedStorage.musa = _musa
+    torch.UntypedStorage.is_musa = _is_musa
+    torch.UntypedStorage.is_cuda = _is_musa
+    torch.UntypedStorage.is_shared = _is_shared
+    torch.UntypedStorage._release_ipc_counter_musa = _release_ipc_counter_musa
+    torch.UntypedStorage._release_ipc_counter_cuda = _release_ipc_counter_musa

@@ -5,13 +5,13 @@ import ctypes
 import torch
 
 import torch_musa
-from torch_musa._MUSAC import _MusaEventBase, _MusaStreamBase
+from torchada._simulator import support as _support
 
 from ._lazy_init import _lazy_init
 from ._utils import _get_musa_device_index
 
 
-class Stream(_MusaStreamBase):
+class Stream(torch_musa._MUSAC._MusaStreamBase):
     def __new__(cls, device=None, priority=0, **kwargs):
         # The keywords torch_musa's C constructor parses, with its checks and its choice: a
         # packed (stream_id, device_index, device_type), an external stream_ptr on the current
@@ -30,7 +30,7 @@ class Stream(_MusaStreamBase):
             idx = torch_musa.current_device()
         if stream_ptr:
             return super().__new__(
-                cls, stream_id=stream_ptr, device_index=idx, device_type=_MUSA_TYPE
+                cls, stream_id=stream_ptr, device_index=idx, device_type=_support.MUSA_DEVICE_TYPE
             )
         stream = super().__new__(cls, device=torch.device("musa", idx), priority=priority)
         stream.priority = priority
@@ -87,15 +87,12 @@ class ExternalStream(Stream):
     def __new__(cls, stream_ptr, device=None, **kwargs):
         with torch_musa.device(device):
             idx = torch_musa.current_device()
-        return _MusaStreamBase.__new__(
-            cls, stream_id=int(stream_ptr), device_index=idx, device_type=_MUSA_TYPE
+        return torch_musa._MUSAC._MusaStreamBase.__new__(
+            cls, stream_id=int(stream_ptr), device_index=idx, device_type=_support.MUSA_DEVICE_TYPE
         )
 
 
-_MUSA_TYPE = 20  # c10::DeviceType::PrivateUse1
-
-
-class Event(_MusaEventBase):
+class Event(torch_musa._MUSAC._MusaEventBase):
     def __new__(cls, enable_timing=False, blocking=False, interprocess=False):
         return super().__new__(
             cls,
@@ -154,21 +151,17 @@ class Event(_MusaEventBase):
         return "<torch_musa.Event uninitialized>"
 
 
-def _stream_from_tuple(t):
-    stream_id, device_index, device_type = t
-    return Stream(stream_id=stream_id, device_index=device_index, device_type=device_type)
-
-
 def current_stream(device=None):
     _lazy_init()
     idx = _get_musa_device_index(device, optional=True)
-    return _stream_from_tuple(torch_musa._MUSAC._musa_getCurrentStream(idx))
+    stream_id, device_index, device_type = torch_musa._MUSAC._musa_getCurrentStream(idx)
+    return Stream(stream_id=stream_id, device_index=device_index, device_type=device_type)
 
 
 def default_stream(device=None):
     _lazy_init()
     idx = _get_musa_device_index(device, optional=True)
-    return Stream(stream_id=0, device_index=idx, device_type=_MUSA_TYPE)
+    return Stream(stream_id=0, device_index=idx, device_type=_support.MUSA_DEVICE_TYPE)
 
 
 def _set_stream_by_id(stream_id, device_index, device_type):

@@ -25,36 +25,30 @@ def _musa(self, device=None, non_blocking=False, *, memory_format=torch.preserve
     return self.to(device, non_blocking=non_blocking, memory_format=memory_format)
 
 
-_orig_to = torch.Tensor.to
-
-
 def _to(self, *args, **kwargs):
     # torch_musa reads an int device as musa:<int>.
     if args and isinstance(args[0], int) and not isinstance(args[0], bool):
         args = (torch.device("musa", args[0]),) + args[1:]
     if isinstance(kwargs.get("device"), int):
         kwargs["device"] = torch.device("musa", kwargs["device"])
-    return _orig_to(self, *args, **kwargs)
-
-
-_orig_pin_memory = torch.Tensor.pin_memory
-_orig_is_pinned = torch.Tensor.is_pinned
+    return torch._C.TensorBase.to(self, *args, **kwargs)
 
 
 def _pin_memory(self, device="musa"):
-    return _orig_pin_memory(self)
+    return torch._C.TensorBase.pin_memory(self)
 
 
 def _is_pinned(self, device="musa"):
-    return _orig_is_pinned(self)
+    return torch._C.TensorBase.is_pinned(self)
 
 
 def set_torch_attributes():
     torch.Tensor.is_musa = property(_is_musa)
     torch.Tensor.musa = _musa
     torch.Tensor.to = _to
-    torch.Tensor.orig_to = _orig_to
+    # The methods replaced here are torch's C ones, kept as torch_musa keeps them.
+    torch.Tensor.orig_to = torch._C.TensorBase.to
     torch.Tensor.pin_memory = _pin_memory
     torch.Tensor.is_pinned = _is_pinned
-    torch.Tensor.orig_pin_memory = _orig_pin_memory
-    torch.Tensor.orig_is_pinned = _orig_is_pinned
+    torch.Tensor.orig_pin_memory = torch._C.TensorBase.pin_memory
+    torch.Tensor.orig_is_pinned = torch._C.TensorBase.is_pinned

@@ -12,15 +12,13 @@ capture allocates keep what was computed (on a device their contents are undefin
 """
 
 import gc
-import threading
 import weakref
 
 import torch
-import torch.utils._python_dispatch
 import torch.utils._pytree
 
 import torch_musa
-from torch_musa._MUSAC import _MUSAGraph
+from torchada._simulator import graph_capture as _capture
 
 __all__ = [
     "MUSAGraph",
@@ -31,77 +29,17 @@ __all__ = [
     "update_musa_graph_with_profile",
 ]
 
-_capturing = threading.local()
-_pool_counter = [0]
-
 
 def is_current_stream_capturing():
-    return getattr(_capturing, "depth", 0) > 0
+    return getattr(_capture.capturing, "depth", 0) > 0
 
 
 def graph_pool_handle():
-    _pool_counter[0] += 1
-    return (0, _pool_counter[0])
+    _capture.pool_counter[0] += 1
+    return (0, _capture.pool_counter[0])
 
 
-def _tensors(value):
-    return [t for t in torch.utils._pytree.tree_flatten(value)[0] if isinstance(t, torch.Tensor)]
-
-
-def _storage_key(t):
-    return t.untyped_storage().data_ptr()
-
-
-class _Recorder(torch.utils._python_dispatch.TorchDispatchMode):
-    def __init__(self, ops):
-        super().__init__()
-        self.ops = ops
-        self.created = set()  # storages allocated by captured calls
-        self.saved = {}  # storage -> (byte view of it, its contents before the capture)
-        self.lock = threading.Lock()  # autograd's device threads record too
-
-    def _written(self, func, args, kwargs):
-        for i, arg in enumerate(func._schema.arguments):
-            if arg.alias_info is None or not arg.alias_info.is_write:
-                continue
-            value = args[i] if i < len(args) else kwargs.get(arg.name)
-            yield from _tensors(value)
-
-    def _save(self, t):
-        key = _storage_key(t)
-        if key == 0 or key in self.created or key in self.saved:
-            return
-        whole = torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
-        self.saved[key] = (whole, whole.clone())
-
-    def restore(self):
-        with torch.no_grad():
-            for whole, before in self.saved.values():
-                whole.copy_(before)
-        self.saved.clear()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func is torch.ops.aten._local_scalar_dense.default:
-            raise RuntimeError(
-                "MUSA error: operation not permitted when stream is capturing "
-                "(a host synchronisation such as .item() was called during graph capture)"
-            )
-        with self.lock:
-            for t in self._written(func, args, kwargs):
-                self._save(t)
-            inputs = {_storage_key(t) for t in _tensors((args, kwargs))}
-        out = func(*args, **kwargs)
-        with self.lock:
-            for t in _tensors(out):
-                key = _storage_key(t)
-                if key not in inputs:
-                    self.created.add(key)
-            self.ops.append((func, args, kwargs, out))
-        return out
-
-
-class MUSAGraph(_MUSAGraph):
+class MUSAGraph(torch_musa._MUSAC._MUSAGraph):
     _instances = weakref.WeakSet()
 
     def __new__(cls):
@@ -118,9 +56,9 @@ class MUSAGraph(_MUSAGraph):
             raise RuntimeError("This MUSAGraph instance is already capturing")
         self._ops = []
         self._pool = pool if pool is not None else graph_pool_handle()
-        self._recorder = _Recorder(self._ops)
+        self._recorder = _capture.Recorder(self._ops)
         self._recorder.__enter__()
-        _capturing.depth = getattr(_capturing, "depth", 0) + 1
+        _capture.capturing.depth = getattr(_capture.capturing, "depth", 0) + 1
 
     def capture_end(self):
         if self._recorder is None:
@@ -128,7 +66,7 @@ class MUSAGraph(_MUSAGraph):
         self._recorder.__exit__(None, None, None)
         self._recorder.restore()  # the captured work has not run yet: it runs at replay
         self._recorder = None
-        _capturing.depth -= 1
+        _capture.capturing.depth -= 1
         self._captured = True
 
     def replay(self):

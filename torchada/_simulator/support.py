@@ -1,0 +1,35 @@
+"""Implementation helpers of the simulated torch_musa, kept outside the ``torch_musa`` namespace:
+real torch_musa has no such names, so a program (or torchada) that reached for one would pass on
+the simulator and fail on the hardware."""
+
+import torch
+
+# c10::DeviceType::PrivateUse1, the device type torch_musa's streams are created with.
+MUSA_DEVICE_TYPE = 20
+
+# What the memory statistics count, as torch's CUDA caching allocator names them.
+STAT_KINDS = ("allocated_bytes", "reserved_bytes", "active_bytes", "requested_bytes")
+COUNT_KINDS = ("allocation", "segment", "active")
+POOLS = ("all", "small_pool", "large_pool")
+
+# torch's own formatter, taken while torch.cuda is still torch's (torch_musa loads before any
+# adapter); memory_summary renders MUSA statistics with it.
+TORCH_MEMORY_SUMMARY = torch.cuda.memory.memory_summary
+
+
+def generator_index(device) -> int:
+    """The device index of a random-state call's ``device`` ("musa", "musa:1", 1, a device)."""
+    import torch_musa
+
+    if isinstance(device, str):
+        device = torch.device(device)
+    elif isinstance(device, int):
+        device = torch.device("musa", device)
+    return torch_musa.current_device() if device.index is None else device.index
+
+
+def mean_time(stmt: str, **values) -> float:
+    """Mean seconds of 10 runs of ``stmt`` (torch.utils.benchmark) with ``values`` in scope."""
+    from torch.utils import benchmark
+
+    return benchmark.Timer(stmt=stmt, globals={"torch": torch, **values}).timeit(10).mean
