@@ -14,6 +14,7 @@
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
+#include <ATen/record_function.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/set_native.h>
@@ -772,6 +773,9 @@ void sim_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       iv = c10::IValue(static_cast<SimGenerator*>(gen.unsafeGetGeneratorImpl())->for_kernel());
     }
   }
+  // A device kernel is one operator to the profiler: the CPU ops the fallback runs for it
+  // (copies, the CPU kernel) would show up nested under it, twice where the op names match.
+  at::DisableRecordFunctionGuard no_profiling;
   at::native::cpu_fallback(op, stack);
 }
 

@@ -91,3 +91,40 @@ def test_storage_ipc_names_exist_and_say_what_is_missing(musa_sim):
             getattr(storage, name)()
     with pytest.raises(RuntimeError, match="Move the tensor to the CPU before sending it"):
         torch.UntypedStorage._new_shared_musa(0, 0, 0)
+    with pytest.raises(RuntimeError, match="MUSA IPC"):
+        torch.UntypedStorage._release_ipc_counter_cuda(0, 0, device=0)
+    # As in torch_musa: device memory counts as shared, is_cuda answers for musa storages only.
+    assert storage.is_shared() and storage.is_musa and storage.is_cuda
+    assert not torch.ones(2).untyped_storage().is_cuda
+    assert storage.musa() is storage
+    copy = torch.ones(2).untyped_storage().musa(1)
+    assert copy.device == torch.device("musa", 1)
+
+
+def test_profiler_anti_patterns_name_musa(musa_sim, capsys):
+    import torch.profiler._pattern_matcher as matcher
+
+    # torch_musa puts its patterns into torch's profiler at import.
+    assert matcher.report_all_anti_patterns is musa_sim.profiler.report_all_anti_patterns
+    assert torch.profiler._utils.BasicEvaluation is musa_sim.profiler.BasicEvaluation
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    with torch.profiler.profile(activities=activities, with_stack=True, record_shapes=True) as prof:
+        torch.zeros(64, 64).to("musa")
+        torch.mm(torch.ones(8, 8, device="musa"), torch.ones(8, 8, device="musa"))
+    assert musa_sim.profiler.ExtraMUSACopyPattern(prof).name == "Extra MUSA Copy Pattern"
+    tf32 = musa_sim.profiler.FP32MatMulPattern(prof)
+    before = torch.backends.mudnn.allow_tf32
+    try:
+        torch.backends.mudnn.allow_tf32 = False
+        # One mm on a real device; structured ops on the simulator also record their out= call.
+        matched = tf32.matched_events()
+        assert matched and {e.name for e in matched} == {"aten::mm"}
+        assert "torch.backends.mudnn.allow_tf32 = True" in tf32.description
+        musa_sim.profiler.report_all_anti_patterns(prof)
+        report = capsys.readouterr().out
+        assert "TorchTidy Report" in report and "FP32 MatMul Pattern: " in report
+        torch.backends.mudnn.allow_tf32 = True
+        assert tf32.matched_events() == []
+    finally:
+        torch.backends.mudnn.allow_tf32 = before
+    assert musa_sim.profiler.BasicEvaluation(prof.profiler).musa_events == []

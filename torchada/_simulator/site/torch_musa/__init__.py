@@ -145,13 +145,11 @@ _tensor_classes = {
     globals()[f"{p}Tensor"]
     for p in ("Double", "Float", "Long", "Int", "Short", "Char", "Byte", "Half", "Bool", "BFloat16")
 }
+from . import profiler  # noqa: E402,F401
 from .core.module_attrs import set_module_attributes  # noqa: E402
 from .core.storage import set_storage_attributes  # noqa: E402
 from .core.tensor_attrs import set_torch_attributes  # noqa: E402
-
-
-def set_profiler_attributes():
-    pass
+from .profiler import set_profiler_attributes  # noqa: E402
 
 
 def set_attributes():
@@ -200,6 +198,10 @@ def overwrite_cuda_api():
 
 
 overwrite_cuda_api()
+
+
+def _sleep(cycles):
+    _MUSAC._musa_sleep(cycles)
 
 
 def ipc_collect():
