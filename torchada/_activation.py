@@ -56,7 +56,7 @@ def is_patched() -> bool:
     Example::
 
         >>> import torchada
-        >>> torchada.is_patched()
+        >>> torchada.is_patched()  # unless TORCHADA_DISABLE=1  # doctest: +SKIP
         True
     """
     return _applied
@@ -226,12 +226,19 @@ def enable(simulate: Optional[bool] = None) -> bool:
     ``TORCHADA_ACTIVE=1``, in any order with ``import torch`` and ``import torch_musa``), the
     process ends up with one installation. A call that arrives while torch_musa is itself still
     being imported (a program whose first line is ``import torch_musa``) finishes when that import
-    does, and returns False until then.
+    does, and returns False until then. ``TORCHADA_DISABLE=1`` makes it return False at once.
+
+    Raises ValueError for a ``TORCHADA_PLATFORM`` that is not ``musa``, ``cuda`` or ``cpu``, and
+    re-raises whatever a subsystem raises while installing (a bad setting, say) after undoing
+    everything installed so far, as :func:`disable` does. Simulation asked for while
+    ``TORCHADA_PLATFORM`` names another platform gives a RuntimeWarning and returns False.
 
     Example::
 
         >>> import torchada
-        >>> torchada.enable()  # on MUSA; False on CUDA and CPU machines
+        >>> torchada.enable()  # on MUSA; False on CUDA and CPU machines  # doctest: +SKIP
+        True
+        >>> torchada.enable(simulate=True)  # the simulator, on a CPU machine  # doctest: +SKIP
         True
     """
     global _enabling, _applied
@@ -344,7 +351,19 @@ def _finish_deferred() -> None:
 
 
 def disable() -> None:
-    """Undo everything :func:`enable` did: modules, attributes and environment."""
+    """Undo everything :func:`enable` did: modules, attributes and environment.
+
+    The changes are undone newest first; an attribute that someone else replaced after torchada
+    keeps their value. Afterwards :func:`is_enabled` and :func:`is_patched` are False, and a later
+    :func:`enable` installs everything again. Safe to call when nothing is installed.
+
+    Example::
+
+        >>> import torchada
+        >>> torchada.disable()  # doctest: +SKIP
+        >>> torchada.is_enabled(), torchada.is_patched()  # doctest: +SKIP
+        (False, False)
+    """
     global _hooks, _enabled, _applied
     with _lock:
         _applied = False

@@ -202,13 +202,41 @@ def install(patcher: Any) -> None:
 
 
 def include_dir() -> Path:
-    """The directory of ``op_override.h``, for extensions outside torchada."""
+    """The directory of ``op_override.h``, for extensions outside torchada.
+
+    :func:`load` adds it to the include path itself; an extension built another way needs it
+    there (then :func:`register` it).
+
+    Example::
+
+        >>> from torchada import op_overrides
+        >>> (op_overrides.include_dir() / "op_override.h").is_file()
+        True
+    """
     return _native.source_dir()
 
 
 def register(module: ModuleType) -> List[str]:
     """Add an extension's overrides to those torchada installs; installs them now when torchada
-    is on. Returns the names installed now."""
+    is on. Returns the names installed now.
+
+    ``module`` is an imported extension that binds its overrides with ``torchada_ops::bind`` (see
+    ``op_override.h``). Registering it again returns ``[]``; while torchada is off its overrides
+    wait for :func:`torchada.enable`.
+
+    Raises TypeError when ``module`` lacks the functions ``bind`` adds, and ValueError when one of
+    its overrides has the name of one another loaded library defines.
+
+    Example::
+
+        >>> import types
+        >>> from torchada import op_overrides
+        >>> op_overrides.register(my_extension)  # an imported extension  # doctest: +SKIP
+        ['my_op']
+        >>> op_overrides.register(types.ModuleType("plain"))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        TypeError: 'plain' defines no operator overrides (missing op_overrides, ...
+    """
     _check_contract(module)
     with _lock:
         if module in _extensions:
@@ -240,7 +268,20 @@ def load(
     against ``op_override.h``, import it and :func:`register` it.
 
     ``.mu`` sources are compiled only where mcc exists (``TORCHADA_WITH_MUSA_KERNELS`` is then
-    defined for the C++ sources); elsewhere they are skipped with an INFO log.
+    defined for the C++ sources); elsewhere they are skipped with an INFO log. ``extra_cflags``
+    go to the C++ compiler. Returns the extension module.
+
+    Raises FileNotFoundError for a missing source, ValueError when ``.mu`` sources are to be
+    compiled and ``MTGPU_TARGET`` is not ``mp_<digits>`` (or no target is known), RuntimeError
+    when the build fails (the message carries the compiler output), and what :func:`register`
+    raises.
+
+    Example::
+
+        >>> from torchada import op_overrides
+        >>> ext = op_overrides.load("my_overrides", ["my_overrides.cpp"])  # doctest: +SKIP
+        >>> sorted(op_overrides.installed())  # on MUSA, torchada on  # doctest: +SKIP
+        ['my_op']
     """
     from ._build import headers_digest, load_torch_extension, verbose_builds
 
@@ -272,7 +313,18 @@ def load(
 
 
 def installed() -> Dict[str, Dict[str, Any]]:
-    """The overrides installed now: ``{name: {op, summary, library, previous, shadows, calls}}``."""
+    """The overrides installed now: ``{name: {op, summary, library, previous, shadows, calls}}``.
+
+    ``previous`` says where the kernel it replaced was registered, ``shadows`` whether that was the
+    backend's own kernel, ``calls`` how often the override ran. Empty while torchada is off.
+
+    Example::
+
+        >>> from torchada import op_overrides
+        >>> # on MUSA with TORCHADA_ENABLE_CPP_OPS=1:
+        >>> op_overrides.installed()["isfinite"]["op"]  # doctest: +SKIP
+        'aten::isfinite'
+    """
     with _lock:
         out = {name: dict(info) for name, info in _installed.items()}
         libraries = {info["library"] for info in out.values()}
@@ -290,7 +342,16 @@ def _native_module() -> Optional[ModuleType]:
 
 
 def state() -> Dict[str, Any]:
-    """What ``doctor`` prints about the overrides."""
+    """What ``doctor`` prints about the overrides: whether torchada's own were asked for
+    (``requested``), whether the subsystem is installed (``active``), :func:`installed`, those
+    left out and why (``left_out``), and the names of the registered extensions.
+
+    Example::
+
+        >>> from torchada import op_overrides
+        >>> sorted(op_overrides.state())
+        ['active', 'extensions', 'installed', 'left_out', 'requested']
+    """
     with _lock:
         return {
             "requested": requested(),
@@ -302,6 +363,16 @@ def state() -> Dict[str, Any]:
 
 
 def available(module: Optional[ModuleType] = None) -> List[Dict[str, Any]]:
-    """The overrides a library defines (torchada's own by default; builds it if needed)."""
+    """The overrides a library defines (torchada's own by default; builds it if needed).
+
+    One dict per override: ``name``, ``op``, ``summary``, ``installed`` and ``calls``. Empty when
+    torchada's native library is unavailable (``TORCHADA_NATIVE=0``, or its build failed).
+
+    Example::
+
+        >>> from torchada import op_overrides
+        >>> [o["name"] for o in op_overrides.available()]  # doctest: +SKIP
+        ['isfinite']
+    """
     target = module if module is not None else _native.load()
     return [] if target is None else list(target.op_overrides())

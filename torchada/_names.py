@@ -29,6 +29,8 @@ def _rewrite(name: str, prefix: str) -> str:
 def cuda_to_musa_name(name: str) -> str:
     """The MUSA runtime name of a CUDA runtime function name; other names unchanged.
 
+    Raises TypeError when ``name`` is not a str.
+
     Example::
 
         >>> cuda_to_musa_name("cudaMalloc")
@@ -42,6 +44,8 @@ def cuda_to_musa_name(name: str) -> str:
 def nccl_to_mccl_name(name: str) -> str:
     """The MCCL name of an NCCL function name; other names unchanged.
 
+    Raises TypeError when ``name`` is not a str.
+
     Example::
 
         >>> nccl_to_mccl_name("ncclAllReduce")
@@ -53,6 +57,8 @@ def nccl_to_mccl_name(name: str) -> str:
 def cublas_to_mublas_name(name: str) -> str:
     """The muBLAS name of a cuBLAS function name; other names unchanged.
 
+    Raises TypeError when ``name`` is not a str.
+
     Example::
 
         >>> cublas_to_mublas_name("cublasCreate_v2")
@@ -63,6 +69,8 @@ def cublas_to_mublas_name(name: str) -> str:
 
 def curand_to_murand_name(name: str) -> str:
     """The muRAND name of a cuRAND function name; other names unchanged.
+
+    Raises TypeError when ``name`` is not a str.
 
     Example::
 

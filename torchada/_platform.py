@@ -16,6 +16,19 @@ logger = logging.getLogger("torchada")
 
 
 class Platform(str, enum.Enum):
+    """The platforms torchada tells apart: what :func:`detect_platform` returns.
+
+    A ``str`` enum: each member equals its value, the name ``TORCHADA_PLATFORM`` takes.
+
+    Example::
+
+        >>> import torchada
+        >>> torchada.Platform.MUSA == "musa"
+        True
+        >>> torchada.Platform("cpu")
+        <Platform.CPU: 'cpu'>
+    """
+
     MUSA = "musa"
     CUDA = "cuda"
     CPU = "cpu"
@@ -39,7 +52,22 @@ def _torch_musa_present() -> bool:
 @functools.lru_cache(maxsize=1)
 def detect_platform() -> Platform:
     """MUSA if torch_musa is loaded or importable (or simulated), CUDA for a CUDA build of torch,
-    else CPU. ``TORCHADA_PLATFORM=musa|cuda|cpu`` overrides; other values are an error."""
+    else CPU. ``TORCHADA_PLATFORM=musa|cuda|cpu`` overrides; other values are an error.
+
+    The answer is cached for the process (``detect_platform.cache_clear()`` forgets it). No device
+    is probed; without torch_musa, torch is imported (if it is not yet) to read
+    ``torch.version.cuda``.
+
+    Raises ValueError when ``TORCHADA_PLATFORM`` holds another value.
+
+    Example::
+
+        >>> import torchada
+        >>> torchada.detect_platform()  # a machine with torch_musa  # doctest: +SKIP
+        <Platform.MUSA: 'musa'>
+        >>> torchada.detect_platform() in list(torchada.Platform)
+        True
+    """
     forced = choice("TORCHADA_PLATFORM", normalise=lambda v: v.strip().lower())
     if forced:
         return Platform(forced)
@@ -55,21 +83,69 @@ def detect_platform() -> Platform:
 
 
 def is_musa_platform() -> bool:
+    """Whether :func:`detect_platform` answers ``Platform.MUSA``.
+
+    Raises ValueError as :func:`detect_platform` does, for a bad ``TORCHADA_PLATFORM``.
+
+    Example::
+
+        >>> import torchada
+        >>> torchada.is_musa_platform()  # with torch_musa (or the simulator)  # doctest: +SKIP
+        True
+        >>> torchada.is_musa_platform() == (torchada.detect_platform() == "musa")
+        True
+    """
     return detect_platform() is Platform.MUSA
 
 
 def is_cuda_platform() -> bool:
+    """Whether :func:`detect_platform` answers ``Platform.CUDA``.
+
+    Raises ValueError as :func:`detect_platform` does, for a bad ``TORCHADA_PLATFORM``.
+
+    Example::
+
+        >>> import torchada
+        >>> torchada.is_cuda_platform()  # a CUDA build of torch  # doctest: +SKIP
+        True
+        >>> torchada.is_cuda_platform() == (torchada.detect_platform() == "cuda")
+        True
+    """
     return detect_platform() is Platform.CUDA
 
 
 def is_cpu_platform() -> bool:
+    """Whether :func:`detect_platform` answers ``Platform.CPU``.
+
+    Raises ValueError as :func:`detect_platform` does, for a bad ``TORCHADA_PLATFORM``.
+
+    Example::
+
+        >>> import torchada
+        >>> torchada.is_cpu_platform()  # a CPU-only torch  # doctest: +SKIP
+        True
+        >>> torchada.is_cpu_platform() == (torchada.detect_platform() == "cpu")
+        True
+    """
     return detect_platform() is Platform.CPU
 
 
 def is_gpu_device(device: Any) -> bool:
     """True for a CUDA or MUSA device given as a torch.device, a string, or anything with
     ``.device`` (a tensor, a module parameter). Use it where code checks ``device.type == "cuda"``:
-    on MUSA, tensors made with ``device="cuda"`` report ``device.type == "musa"``."""
+    on MUSA, tensors made with ``device="cuda"`` report ``device.type == "musa"``. Anything else
+    (including ``None``) is False. ``is_cuda_like_device`` is the same function.
+
+    Example::
+
+        >>> import torch, torchada
+        >>> torchada.is_gpu_device("cuda:0"), torchada.is_gpu_device("musa")
+        (True, True)
+        >>> torchada.is_gpu_device(torch.device("cpu")), torchada.is_gpu_device(torch.zeros(1))
+        (False, False)
+        >>> torchada.is_cuda_like_device(torch.ones(1, device="cuda"))  # doctest: +SKIP
+        True
+    """
     device = getattr(device, "device", device)
     dev_type: Optional[str] = getattr(device, "type", None)
     if dev_type is None and isinstance(device, str):
@@ -121,7 +197,18 @@ is_cuda_like_device = is_gpu_device
 
 
 def cuda_home() -> Optional[str]:
-    """CUDA_HOME as CUDA-written build scripts expect it: MUSA_HOME on MUSA, torch's on CUDA."""
+    """CUDA_HOME as CUDA-written build scripts expect it: MUSA_HOME on MUSA, torch's on CUDA.
+
+    On MUSA: ``$MUSA_HOME``, else ``$MUSA_PATH``, else ``/usr/local/musa`` or ``/opt/musa`` when
+    that directory exists, else None. On CUDA: ``torch.utils.cpp_extension.CUDA_HOME``. On CPU:
+    None. ``torchada.CUDA_HOME`` is this value, computed on first access.
+
+    Example::
+
+        >>> import torchada
+        >>> torchada.cuda_home()  # on MUSA, with the SDK in /usr/local/musa  # doctest: +SKIP
+        '/usr/local/musa'
+    """
     if is_musa_platform():
         for var in ("MUSA_HOME", "MUSA_PATH"):
             if os.environ.get(var):

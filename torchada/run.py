@@ -126,6 +126,26 @@ def _die_by_sigint() -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> None:
+    """The runner: parse ``argv`` (default ``sys.argv[1:]``), turn torchada on, run the program.
+
+    ``argv`` is what follows ``python -m torchada.run``: options (``--simulate``,
+    ``--cuda-available``, ``--report[=PATH]``), then ``script.py`` or ``-m module``, then the
+    program's arguments. The program runs in this process as ``python script.py`` would run it
+    (see the module docstring); ``sys.argv``, ``sys.path[0]`` and ``__main__`` become its own.
+
+    Returns when the program ends normally. Raises SystemExit: the program's own, 1 when the
+    program raises (after its traceback is printed), 2 when the script does not exist, 0 after
+    ``--help``, and one carrying the usage for a bad command line. After an uncaught
+    KeyboardInterrupt the process is killed by SIGINT, as the interpreter's would be.
+
+    Example::
+
+        >>> from torchada import run
+        >>> run.main(["--simulate", "train.py", "--epochs", "1"])  # doctest: +SKIP
+        >>> run.main(["--help"])  # doctest: +SKIP
+        usage: python -m torchada.run [--simulate] [--cuda-available] [--report[=PATH]]
+        ...
+    """
     simulate, script, module, rest = _parse(sys.argv[1:] if argv is None else argv)
     if script is not None and not os.path.exists(script):
         # The same words and exit status as the interpreter's.

@@ -40,9 +40,9 @@ def when_imported(name: str, callback: Callable[[], None]) -> bool:
 
     Returns True when it was called at once (``name`` is fully imported already), False when it
     waits for the import under way to end. A module that is neither imported nor importing is an
-    error: nothing would ever call back. Exceptions from a deferred callback propagate from the
-    ``import`` statement that was finishing, as an import error of that module would. If that
-    import fails, the callback is dropped along with the module.
+    error (LookupError): nothing would ever call back. Exceptions from a deferred callback
+    propagate from the ``import`` statement that was finishing, as an import error of that module
+    would. If that import fails, the callback is dropped along with the module.
 
     Example::
 

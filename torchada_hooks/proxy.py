@@ -163,6 +163,27 @@ class ProxyModule(types.ModuleType):
 
     The class defines no public methods on purpose: any method name would shadow the target
     attribute of the same name. Everything else lives in private slots or module-level helpers.
+
+    Raises TypeError when ``resolver`` or ``names`` is not callable, and ValueError when
+    ``attrs`` pre-sets an attribute the import system owns (``__name__``, ``__spec__``,
+    ``__loader__``, ``__package__``, ``__getattr__``, ``__dir__``) or ``__path__`` without
+    ``is_package=True``.
+
+    Example::
+
+        >>> from torchada_hooks import ProxyModule
+        >>> def resolve(name):
+        ...     if name == "answer":
+        ...         return 42
+        ...     raise AttributeError("only 'answer' is known")
+        >>> proxy = ProxyModule("demo_proxy", resolve, names=lambda: ["answer"])
+        >>> proxy.answer, "answer" in vars(proxy)
+        (42, True)
+        >>> proxy.other
+        Traceback (most recent call last):
+        AttributeError: module 'demo_proxy' has no attribute 'other': only 'answer' is known
+        >>> "answer" in dir(proxy)
+        True
     """
 
     # No __slots__: a sealed proxy becomes a plain ``types.ModuleType``, which requires the same
@@ -223,11 +244,38 @@ def _resolution(module: types.ModuleType) -> _Resolution:
 
 
 def proxy_spec(module: types.ModuleType) -> ModuleSpec:
-    """Return the spec a proxy was created with (``__spec__`` may have been replaced by users)."""
+    """Return the spec a proxy was created with (``__spec__`` may have been replaced by users).
+
+    Its loader is the :class:`ProxyLoader` and its ``loader_state`` the proxy itself.
+
+    Raises TypeError when ``module`` is not a proxy.
+
+    Example::
+
+        >>> from torchada_hooks import ProxyModule, proxy_spec
+        >>> proxy = ProxyModule("demo_pkg.demo_proxy", str.upper)
+        >>> spec = proxy_spec(proxy)
+        >>> spec.name, spec.parent, spec.loader_state is proxy
+        ('demo_pkg.demo_proxy', 'demo_pkg', True)
+    """
     return _resolution(module).spec
 
 
 def is_sealed(module: types.ModuleType) -> bool:
+    """Whether ``module`` is a proxy that :func:`seal` has turned into a plain module.
+
+    Example::
+
+        >>> import json
+        >>> from torchada_hooks import ProxyModule, is_sealed, seal
+        >>> proxy = ProxyModule("demo_proxy", str.upper)
+        >>> is_sealed(proxy), is_sealed(json)
+        (False, False)
+        >>> seal(proxy, ["x"])
+        []
+        >>> is_sealed(proxy)
+        True
+    """
     return module in _STATES and type(module) is types.ModuleType
 
 
@@ -239,6 +287,25 @@ def seal(module: ProxyModule, names: Iterable[str]) -> list[str]:
     module. The price: names not resolved here no longer resolve later (they raise the usual
     AttributeError). Returns the names that could not be resolved. Reload of a sealed proxy keeps
     its values.
+
+    Raises TypeError when ``module`` is not a proxy.
+
+    Example::
+
+        >>> import types
+        >>> from torchada_hooks import ProxyModule, seal
+        >>> def resolve(name):
+        ...     if name in ("a", "b"):
+        ...         return name * 2
+        ...     raise AttributeError(name)
+        >>> proxy = ProxyModule("demo_proxy", resolve)
+        >>> seal(proxy, ["a", "b", "c"])
+        ['c']
+        >>> type(proxy) is types.ModuleType, proxy.b
+        (True, 'bb')
+        >>> proxy.c
+        Traceback (most recent call last):
+        AttributeError: module 'demo_proxy' has no attribute 'c'
     """
     resolution = _resolution(module)
     missing = []
@@ -262,6 +329,20 @@ def seal_on_first_use(
     Installing stays cheap, a program pays for the modules it touches, and from the first access
     on the proxy is the same plain module :func:`seal` makes. ``names`` may be a callable that
     returns them, called at that first miss (listing them can cost more than installing).
+
+    Raises TypeError when ``module`` is not a proxy.
+
+    Example::
+
+        >>> from torchada_hooks import ProxyModule, is_sealed, seal_on_first_use
+        >>> proxy = ProxyModule("demo_proxy", str.upper)
+        >>> seal_on_first_use(proxy, ["x", "y"])
+        >>> is_sealed(proxy)
+        False
+        >>> proxy.x
+        'X'
+        >>> is_sealed(proxy), proxy.y
+        (True, 'Y')
     """
     _resolution(module).pending_seal = names if callable(names) else tuple(names)
 
@@ -273,9 +354,36 @@ class ProxyLoader:
     ``exec_module`` comes from :func:`importlib.reload`; it forgets every resolved attribute so the
     next access resolves it again. Pre-set attributes, attributes assigned by users and child
     modules bound by the import system are kept, and the proxy object stays the same.
+
+    Every proxy's spec carries the one instance (see :func:`proxy_spec`).
+
+    Example::
+
+        >>> import importlib, sys
+        >>> from torchada_hooks import ImportHooks, ProxyModule
+        >>> hooks = ImportHooks()
+        >>> proxy = hooks.register("demo_proxy", ProxyModule("demo_proxy", lambda name: object()))
+        >>> hooks.install()
+        >>> import demo_proxy
+        >>> first = demo_proxy.value
+        >>> importlib.reload(demo_proxy) is proxy, demo_proxy.value is first
+        (True, False)
+        >>> hooks.uninstall()
     """
 
     def create_module(self, spec: ModuleSpec) -> ProxyModule:
+        """The proxy ``spec`` carries (the import system calls this on first import).
+
+        Raises TypeError when ``spec`` does not carry a proxy.
+
+        Example::
+
+            >>> from torchada_hooks import ProxyModule, proxy_spec
+            >>> proxy = ProxyModule("demo_proxy", str.upper)
+            >>> spec = proxy_spec(proxy)
+            >>> spec.loader.create_module(spec) is proxy
+            True
+        """
         module = spec.loader_state
         if module not in _STATES:
             raise TypeError(f"spec for {spec.name!r} does not carry a proxy module")
@@ -283,6 +391,21 @@ class ProxyLoader:
         return module
 
     def exec_module(self, module: types.ModuleType) -> None:
+        """Nothing right after :meth:`create_module`; otherwise (a reload) forget the values the
+        resolver gave, unless the proxy is sealed.
+
+        Raises TypeError when ``module`` is not a proxy.
+
+        Example::
+
+            >>> from torchada_hooks import ProxyModule, proxy_spec
+            >>> proxy = ProxyModule("demo_proxy", str.upper)
+            >>> proxy.x
+            'X'
+            >>> proxy_spec(proxy).loader.exec_module(proxy)  # as importlib.reload does
+            >>> "x" in vars(proxy)
+            False
+        """
         if module not in _STATES:
             raise TypeError(f"{type(self).__name__} can only execute proxy modules, got {module!r}")
         resolution = _resolution(module)

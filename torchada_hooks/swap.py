@@ -64,7 +64,24 @@ class _Swap:
 
 
 class SwapLedger:
-    """Applies and undoes proxy swaps, one record per module name."""
+    """Applies and undoes proxy swaps, one record per module name.
+
+    A swap moves ``sys.modules[name]`` and the parent package's attribute together, and remembers
+    both prior values; :class:`~torchada_hooks.ImportHooks` keeps one ledger.
+
+    Example::
+
+        >>> import sys, types
+        >>> from torchada_hooks import SwapLedger
+        >>> original = sys.modules["demo_swap"] = types.ModuleType("demo_swap")
+        >>> proxy = types.ModuleType("demo_swap")
+        >>> ledger = SwapLedger()
+        >>> ledger.swap_in("demo_swap", proxy), sys.modules["demo_swap"] is proxy
+        (True, True)
+        >>> ledger.undo_all()
+        >>> sys.modules.pop("demo_swap") is original
+        True
+    """
 
     def __init__(self) -> None:
         self._swaps: dict[str, _Swap] = {}
@@ -74,7 +91,18 @@ class SwapLedger:
 
         A name that is not imported yet is left to the finder; the record still remembers the
         parent attribute so that undo can restore it after the proxy has been imported. Returns
-        whether ``sys.modules`` was changed.
+        whether ``sys.modules`` was changed; a name that has a record already is left alone
+        (False).
+
+        Example::
+
+            >>> import sys, types
+            >>> from torchada_hooks import SwapLedger
+            >>> ledger = SwapLedger()
+            >>> ledger.swap_in("demo_swap", types.ModuleType("demo_swap"))  # not imported
+            False
+            >>> "demo_swap" in sys.modules
+            False
         """
         if name in self._swaps:
             return False
@@ -91,7 +119,25 @@ class SwapLedger:
     def reseat(self, name: str) -> None:
         """Move the parent-attribute part of a swap onto the current ``sys.modules`` parent.
 
-        Needed when the parent entry itself was swapped or restored after this name was.
+        Needed when the parent entry itself was swapped or restored after this name was. A name
+        without a record is ignored.
+
+        Example::
+
+            >>> import sys, types
+            >>> from torchada_hooks import SwapLedger
+            >>> old_parent = sys.modules["demo_pkg"] = types.ModuleType("demo_pkg")
+            >>> sys.modules["demo_pkg.sub"] = types.ModuleType("demo_pkg.sub")
+            >>> proxy = types.ModuleType("demo_pkg.sub")
+            >>> ledger = SwapLedger()
+            >>> ledger.swap_in("demo_pkg.sub", proxy), old_parent.sub is proxy
+            (True, True)
+            >>> new_parent = sys.modules["demo_pkg"] = types.ModuleType("demo_pkg")
+            >>> ledger.reseat("demo_pkg.sub")
+            >>> new_parent.sub is proxy, hasattr(old_parent, "sub")
+            (True, False)
+            >>> ledger.undo_all()
+            >>> del sys.modules["demo_pkg.sub"], sys.modules["demo_pkg"]
         """
         swap = self._swaps.get(name)
         if swap is not None:
@@ -99,7 +145,23 @@ class SwapLedger:
             self._attach(swap)
 
     def undo(self, name: str) -> None:
-        """Restore what :meth:`swap_in` recorded for ``name``; entries others replaced stay."""
+        """Restore what :meth:`swap_in` recorded for ``name``; entries others replaced stay.
+
+        An entry that did not exist before the swap is removed. A name without a record is
+        ignored.
+
+        Example::
+
+            >>> import sys, types
+            >>> from torchada_hooks import SwapLedger
+            >>> original = sys.modules["demo_swap"] = types.ModuleType("demo_swap")
+            >>> ledger = SwapLedger()
+            >>> ledger.swap_in("demo_swap", types.ModuleType("demo_swap"))
+            True
+            >>> ledger.undo("demo_swap")
+            >>> sys.modules.pop("demo_swap") is original
+            True
+        """
         swap = self._swaps.pop(name, None)
         if swap is None:
             return
@@ -116,6 +178,20 @@ class SwapLedger:
             logger.debug("sys.modules[%r] was replaced by someone else; leaving it", name)
 
     def undo_all(self) -> None:
+        """:meth:`undo` every recorded name, children before their parents.
+
+        Example::
+
+            >>> import sys, types
+            >>> from torchada_hooks import SwapLedger
+            >>> original = sys.modules["demo_swap"] = types.ModuleType("demo_swap")
+            >>> ledger = SwapLedger()
+            >>> ledger.swap_in("demo_swap", types.ModuleType("demo_swap"))
+            True
+            >>> ledger.undo_all()
+            >>> sys.modules.pop("demo_swap") is original
+            True
+        """
         # Children first, so each child is detached from its proxied parent before the parent
         # itself is restored.
         for name in sorted(self._swaps, reverse=True):

@@ -59,5 +59,16 @@ def port_source(
     (matching what :func:`port_tree` does to the files); ``rewrite_comments`` also applies the
     plain renames inside comments. Porting is idempotent: porting the result again changes
     nothing.
+
+    Example::
+
+        >>> from torchada.porting import port_source
+        >>> text, report = port_source('#include "k.cuh"  // cudaMalloc')
+        >>> text, report.translated
+        ('#include "k.muh"  // cudaMalloc', {'#include "*.cuh"': 1})
+        >>> port_source("cudaMalloc(p);  // cudaMalloc", rewrite_comments=True)[0]
+        'musaMalloc(p);  // musaMalloc'
+        >>> port_source(text)[0] == text
+        True
     """
     return get_translator(rename_cu, rewrite_comments).port(text, filename=filename)

@@ -128,7 +128,24 @@ class _Trigger:
 
 
 class Translator:
-    """Ports source text with one rule set and one set of options. Reusable and thread-safe."""
+    """Ports source text with one rule set and one set of options. Reusable and thread-safe.
+
+    ``ruleset`` defaults to the bundled rules (:func:`load_rules`); ``rename_cu`` and
+    ``rewrite_comments`` are those of :func:`~torchada.porting.port_source`, which uses a cached
+    translator over the bundled rules. Building one compiles the scanner for the rule set.
+
+    Raises :class:`RuleError` when a rule's CUDA key is one the scanner would never stop at (and
+    whatever :func:`load_rules` raises).
+
+    Example::
+
+        >>> from torchada.porting import Translator
+        >>> translator = Translator(rename_cu=False)
+        >>> translator.port("cudaStream_t stream;")[0]
+        'musaStream_t stream;'
+        >>> translator.port('#include "kernel.cuh"')[0]  # rename_cu=False keeps .cuh names
+        '#include "kernel.cuh"'
+    """
 
     def __init__(
         self,
@@ -274,7 +291,20 @@ class Translator:
 
     # ------------------------------------------------------------------ public
     def port(self, text: str, *, filename: Optional[str] = None) -> Tuple[str, FileReport]:
-        """Translate ``text``; returns the new text and a :class:`FileReport`."""
+        """Translate ``text``; returns the new text and a :class:`FileReport`.
+
+        ``filename`` labels the report; a ``.mu``/``.muh`` name returns ``text`` untouched
+        (status ``musa-source``).
+
+        Example::
+
+            >>> from torchada.porting import Translator
+            >>> text, report = Translator().port("cudaMalloc(&p, n);", filename="k.cu")
+            >>> text, report.status, report.translated
+            ('musaMalloc(&p, n);', 'ported', {'cudaMalloc': 1})
+            >>> Translator().port("cudaMalloc(&p, n);", filename="k.mu")[1].status
+            'musa-source'
+        """
         report = FileReport(path=filename)
         if filename is not None and filename.lower().endswith(MUSA_SUFFIXES):
             report.status = STATUS_MUSA
@@ -285,7 +315,15 @@ class Translator:
         return out, report
 
     def looks_cuda(self, name: str) -> bool:
-        """Whether ``name`` looks like a CUDA API name (the report's "remaining" heuristic)."""
+        """Whether ``name`` looks like a CUDA API name (the report's "remaining" heuristic).
+
+        Example::
+
+            >>> from torchada.porting import Translator
+            >>> translator = Translator()
+            >>> translator.looks_cuda("cudaFooBar"), translator.looks_cuda("my_helper")
+            (True, False)
+        """
         hit = self._looks_cuda.get(name)
         if hit is None:
             hit = self._looks_cuda[name] = self._ident_patterns.search(name) is not None

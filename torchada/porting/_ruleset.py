@@ -34,7 +34,22 @@ _QUALIFIED = re.compile(r"[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+\Z", re.ASCII)
 
 
 class RuleError(ValueError):
-    """A rule table is malformed."""
+    """A rule table is malformed.
+
+    Raised by :func:`load_rules` (bad JSON, a rule lacking a field or of an unknown kind, a CUDA
+    key defined twice, overlapping arch tiers, a bad detection pattern) and by
+    :class:`~torchada.porting.Translator` for a rule key its scanner would never stop at. A
+    ValueError.
+
+    Example::
+
+        >>> from torchada.porting import RuleError, load_rules
+        >>> try:
+        ...     load_rules("no/such/dir")
+        ... except RuleError as err:
+        ...     print(err)
+        no rule tables found in no/such/dir
+    """
 
 
 @dataclass(frozen=True)
@@ -42,7 +57,16 @@ class Rule:
     """One CUDA -> MUSA mapping.
 
     ``cuda`` is the CUDA spelling (identifier, ``ns::name``, header path, or a table label for
-    ``arch-threshold`` rows), ``musa`` its replacement, ``kind`` how it is applied.
+    ``arch-threshold`` rows), ``musa`` its replacement, ``kind`` how it is applied. ``domain``
+    names the table it came from, ``note`` is shown in reports, ``extra`` holds the row's other
+    fields.
+
+    Example::
+
+        >>> from torchada.porting import load_rules
+        >>> rule = load_rules().by_key["cudaMalloc"]
+        >>> rule.musa, rule.kind, rule.domain
+        ('musaMalloc', 'rename', 'runtime')
     """
 
     cuda: str
@@ -54,12 +78,33 @@ class Rule:
 
     @property
     def rewrites(self) -> bool:
+        """Whether the rule rewrites text; rules of the reporting kinds (``unsupported``,
+        ``version-guard``) and table rows only report or feed another rule.
+
+        Example::
+
+            >>> from torchada.porting import load_rules
+            >>> rules = load_rules()
+            >>> rules.by_key["cudaMalloc"].rewrites, rules.by_key["CUDA_VERSION"].rewrites
+            (True, False)
+        """
         return self.kind in REWRITING_KINDS
 
 
 @dataclass(frozen=True)
 class ArchTier:
-    """A MUSA architecture and the range of CUDA ``__CUDA_ARCH__`` values whose features it has."""
+    """A MUSA architecture and the range of CUDA ``__CUDA_ARCH__`` values whose features it has.
+
+    Built from the ``arch-threshold`` rows of the rule tables; :attr:`RuleSet.arch_tiers` holds
+    them sorted by ``cuda_min``. ``label`` is the row's CUDA spelling.
+
+    Example::
+
+        >>> from torchada.porting import load_rules
+        >>> tier = next(t for t in load_rules().arch_tiers if t.cuda_min <= 800 <= t.cuda_max)
+        >>> tier.musa_arch, tier.label
+        (220, 'sm_80..sm_89')
+    """
 
     musa_arch: int
     cuda_min: int
@@ -69,7 +114,22 @@ class ArchTier:
 
 @dataclass
 class RuleSet:
-    """All rules, indexed the ways the engine needs them."""
+    """All rules, indexed the ways the engine needs them.
+
+    ``by_key`` maps a CUDA spelling to its rule, ``domains`` a table's domain to its rules,
+    ``headers`` the header keys to theirs; ``arch_tiers``, the detection patterns and the needles
+    come from the tables as well, and ``digest`` is a hash of all the table files. ``len()`` is
+    the number of rules. Made by :func:`load_rules`.
+
+    Example::
+
+        >>> from torchada.porting import load_rules
+        >>> rules = load_rules()
+        >>> rules.by_key["cudaStream_t"].musa
+        'musaStream_t'
+        >>> "cuda_runtime.h" in rules.headers
+        True
+    """
 
     rules: Tuple[Rule, ...]
     by_key: Dict[str, Rule]
@@ -85,6 +145,15 @@ class RuleSet:
         return len(self.rules)
 
     def count_by_domain(self) -> Dict[str, int]:
+        """The number of rules in each domain, ordered by domain name.
+
+        Example::
+
+            >>> from torchada.porting import load_rules
+            >>> counts = load_rules().count_by_domain()
+            >>> counts["runtime"] > 0, sum(counts.values()) == len(load_rules())
+            (True, True)
+        """
         return {name: len(rules) for name, rules in sorted(self.domains.items())}
 
 
@@ -116,7 +185,20 @@ def _parse_rule(raw: Mapping[str, Any], domain: str, where: str) -> Rule:
 def load_rules(rules_dir: Optional[Path] = None) -> RuleSet:
     """Load every ``*.json`` rule table from ``rules_dir`` (default: the bundled tables).
 
-    Raises :class:`RuleError` on malformed data or a CUDA key defined twice.
+    The bundled tables are loaded once per process and the same :class:`RuleSet` is returned
+    after that. Tables whose file name starts with ``_`` hold detection heuristics, not rules.
+
+    Raises :class:`RuleError` on malformed data or a CUDA key defined twice, or when
+    ``rules_dir`` holds no table.
+
+    Example::
+
+        >>> from torchada.porting import load_rules
+        >>> rules = load_rules()
+        >>> rules.by_key["ncclAllReduce"].musa
+        'mcclAllReduce'
+        >>> load_rules() is rules
+        True
     """
     if rules_dir is None:
         return _load_default()

@@ -69,16 +69,55 @@ OnPorted = Callable[[FileReport, str, str], None]
 
 
 class PortError(Exception):
-    """Porting a tree could not proceed."""
+    """Porting a tree could not proceed.
+
+    The base class of what :func:`port_tree` raises deliberately (see :class:`PortPathError`);
+    ``python -m torchada port`` reports it as an error message.
+
+    Example::
+
+        >>> from torchada.porting import PortError, port_tree
+        >>> try:
+        ...     port_tree("no/such/dir", "out")
+        ... except PortError as err:
+        ...     print(err)
+        source 'no/such/dir' does not exist
+    """
 
 
 class PortPathError(PortError, ValueError):
-    """A source or output path is unusable or unsafe; the message names the path."""
+    """A source or output path is unusable or unsafe; the message names the path.
+
+    Raised by :func:`port_tree` before anything is written: no ``out`` (without ``in_place`` or
+    ``dry_run``), an ``out`` that is or contains the source, a symlink leaving the source tree,
+    two sources landing on one output, porting in place through symlinks. Also a ValueError.
+
+    Example::
+
+        >>> from torchada.porting import PortPathError, port_tree
+        >>> try:
+        ...     port_tree(".")  # neither out nor in_place=True
+        ... except PortPathError as err:
+        ...     print(err)  # doctest: +ELLIPSIS
+        no output directory given for '.'; pass out=... (or in_place=True ...)
+    """
 
 
 class PortSourceNotFoundError(FileNotFoundError, PortPathError):
     """The source does not exist: a FileNotFoundError, as reading it would raise, so callers'
-    ``except OSError`` still applies (and a PortPathError, as before)."""
+    ``except OSError`` still applies (and a PortPathError, as before).
+
+    Raised by :func:`port_tree` when ``src`` does not exist; ``filename`` is the path as given.
+
+    Example::
+
+        >>> from torchada.porting import PortSourceNotFoundError, port_tree
+        >>> try:
+        ...     port_tree("no/such/dir", "out")
+        ... except FileNotFoundError as err:
+        ...     print(type(err).__name__, err.filename)
+        PortSourceNotFoundError no/such/dir
+    """
 
     def __init__(self, path: PathLike) -> None:
         super().__init__(errno.ENOENT, os.strerror(errno.ENOENT), os.fspath(path))
@@ -111,8 +150,23 @@ def port_tree(
     required and is the only place written to. ``dry_run=True`` computes everything and writes
     nothing (``out`` may then be omitted). ``on_ported(report, old, new)`` sees each change.
 
+    Incremental: a manifest in ``out`` lets an unchanged source skip porting (status
+    ``cached``), an output is rewritten only when its content changes, and the outputs it wrote
+    for sources that are gone are removed. ``.mu``/``.muh`` files and files that are not
+    C/C++/CUDA source are copied unchanged.
+
     Raises :class:`PortSourceNotFoundError` (a FileNotFoundError and a PortPathError) for a
-    missing source, :class:`PortPathError` for an unsafe ``out`` or an escaping symlink.
+    missing source, :class:`PortPathError` for an unsafe ``out``, an escaping symlink or two
+    sources with one destination; both before anything is written.
+
+    Example::
+
+        >>> from torchada.porting import port_tree
+        >>> report = port_tree("csrc", "csrc_musa")  # doctest: +SKIP
+        >>> report.written  # doctest: +SKIP
+        ['kernels.mu', 'ops.cpp']
+        >>> preview = port_tree("csrc", dry_run=True)  # writes nothing  # doctest: +SKIP
+        >>> print(preview.format_table())  # doctest: +SKIP
     """
     src_path = Path(src)
     if not src_path.exists():
