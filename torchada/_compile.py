@@ -18,10 +18,8 @@ Inductor eagerly would cost seconds), or at once if it already is:
 * Tracing sees the devices eager code runs on: Dynamo's ``x.is_cuda`` is True for musa tensors
   (as eager ``is_cuda`` is), and Inductor lowers device arguments written as "cuda" (a node's
   ``device="cuda"``) as musa ones. Fake tensors' devices are translated in ``_devices``.
-* On the torch_musa simulator only, Inductor is given a code generator for the musa device: its
-  C++ CPU kernels, which read simulated musa tensors (host memory) directly. It is registered
-  when Inductor registers its backends, and only if nothing serves "musa" by then: real
-  torch_musa brings its own MUSA (Triton) backend and is left alone.
+* Inductor's code generator for the musa device is torch_musa's: real torch_musa registers its
+  MUSA (Triton) backend, the simulated one Inductor's C++ kernels (``torchada._simulator``).
 """
 
 from __future__ import annotations
@@ -30,7 +28,6 @@ import functools
 import hashlib
 import json
 import logging
-import sys
 from typing import Any
 
 import torch
@@ -79,186 +76,6 @@ def _patch_codecache(codecache: Any) -> None:
             return musa_info()
 
     _state["patcher"].set_attr(cls, "get_system", staticmethod(get_system))
-
-
-def _simulated() -> bool:
-    from . import _simulator
-
-    return _simulator.is_simulated(getattr(torch, "musa", None))
-
-
-def _simulator_device_interface() -> type:
-    """Dynamo's runtime interface for the simulated musa device (Inductor reads device
-    properties and streams through it), delegating to torch.musa."""
-    from torch._dynamo.device_interface import DeviceInterface
-
-    musa = torch.musa
-
-    class SimulatedMusaInterface(DeviceInterface):
-        device = musa.device  # type: ignore[assignment]
-        Event = musa.Event  # type: ignore[assignment]
-        Stream = musa.Stream  # type: ignore[assignment]
-
-        class Worker:
-            set_device = staticmethod(musa.set_device)
-            current_device = staticmethod(musa.current_device)
-            get_device_properties = staticmethod(musa.get_device_properties)
-
-        current_device = staticmethod(musa.current_device)
-        set_device = staticmethod(musa.set_device)
-        maybe_exchange_device = staticmethod(musa._maybe_exchange_device)
-        exchange_device = staticmethod(musa._exchange_device)
-        device_count = staticmethod(musa.device_count)
-        is_available = staticmethod(musa.is_available)
-        stream = staticmethod(musa.stream)
-        current_stream = staticmethod(musa.current_stream)
-        set_stream = staticmethod(musa.set_stream)
-        _set_stream_by_id = staticmethod(musa._set_stream_by_id)
-        synchronize = staticmethod(musa.synchronize)
-        get_device_properties = staticmethod(musa.get_device_properties)
-        memory_allocated = staticmethod(musa.memory_allocated)
-        is_bf16_supported = staticmethod(lambda including_emulation=False: True)
-
-        @staticmethod
-        def get_raw_stream(device_idx: int) -> int:
-            return musa.current_stream(device_idx).musa_stream
-
-        @staticmethod
-        def get_compute_capability(device: Any = None) -> int:
-            major, minor = musa.get_device_capability(device)
-            return major * 10 + minor
-
-        @staticmethod
-        def is_triton_capable(device: Any = None) -> bool:
-            return False  # the simulator's kernels are Inductor's C++ ones
-
-        @staticmethod
-        def raise_if_triton_unavailable(device: Any = None) -> None:
-            raise RuntimeError("the torch_musa simulator has no Triton backend")
-
-    return SimulatedMusaInterface
-
-
-def _register_simulator_codegen(common: Any) -> None:
-    device = _backend()
-    if common.get_scheduling_for_device(device) is not None:
-        return
-    from torch._dynamo import device_interface
-    from torch._inductor.codegen.cpp import CppScheduling
-    from torch._inductor.codegen.cpu_device_op_overrides import CpuDeviceOpOverrides
-    from torch._inductor.codegen.wrapper import PythonWrapperCodegen
-
-    class SimulatorWrapperCodegen(PythonWrapperCodegen):
-        """Python wrapper calling C++ kernels for musa as for cpu (they run on host memory)."""
-
-        @staticmethod
-        def create(
-            is_subgraph: bool,
-            subgraph_name: str | None,
-            parent_wrapper: Any,
-            partition_signatures: Any = None,
-        ) -> Any:
-            if is_subgraph:
-                return PythonWrapperCodegen.create(
-                    is_subgraph, subgraph_name, parent_wrapper, partition_signatures
-                )
-            return SimulatorWrapperCodegen()
-
-        def _generate_kernel_call_helper(
-            self,
-            kernel_name: str,
-            call_args: Any,
-            *,
-            device: Any = None,
-            triton: bool = True,
-            **kwargs: Any,
-        ) -> None:
-            from torch._inductor.virtualized import V
-
-            device = device or V.graph.get_current_device_or_throw()
-            if not triton and device.type == _backend():
-                self.writeline(self.wrap_kernel_call(kernel_name, call_args))
-                return
-            super()._generate_kernel_call_helper(
-                kernel_name, call_args, device=device, triton=triton, **kwargs
-            )
-
-    interfaces = device_interface.device_interfaces
-    had_interface = device in interfaces
-    if not had_interface:
-        device_interface.register_interface_for_device(device, _simulator_device_interface())
-    common.register_backend_for_device(device, CppScheduling, SimulatorWrapperCodegen)
-    common.register_device_op_overrides(device, CpuDeviceOpOverrides())
-    _treat_simulated_nodes_as_cpu(device, common)
-
-    def unregister() -> None:
-        common.device_codegens.pop(device, None)
-        common.device_op_overrides_dict.pop(device, None)
-        if not had_interface:
-            interfaces.pop(device, None)
-
-    _state["patcher"].on_undo(unregister)
-    logger.debug("inductor: C++ kernels registered for the simulated %s device", device)
-
-
-def _treat_simulated_nodes_as_cpu(device: str, common: Any) -> None:
-    """Musa kernels on the simulator are generated by Inductor's C++ CPU backend: where Inductor
-    asks which backend or what kind of node it has, musa answers as cpu does.
-
-    * ``get_current_backend()`` answers ``config.cuda_backend`` ("triton") for any device that is
-      not cpu/mps/xpu/tpu; CSE then skips the dtype bookkeeping the C++ kernels need (an
-      ``index_expr`` in a vectorised loop fails: ``assert index.dtype is not None``).
-    * ``node.is_cpu()`` guards the scheduler's loop reordering, index inversion and
-      pointwise-to-reduction reindexing, which only its SIMD (Triton-style) kernels support;
-      with C++ loop groups they fail ("can't multiply sequence by non-int of type 'tuple'").
-    """
-
-    from torch._inductor import scheduler, utils
-
-    original_backend = utils.get_current_backend
-    if not getattr(original_backend, "_torchada", False):
-
-        @functools.wraps(original_backend)
-        def get_current_backend(device_type: "str | None" = None) -> str:
-            if not device_type:
-                from torch._inductor.virtualized import V
-
-                device_type = V.graph.get_current_device_or_throw().type
-            return original_backend("cpu" if device_type == device else device_type)
-
-        get_current_backend._torchada = True  # type: ignore[attr-defined]
-        # Imported by name into the modules that ask.
-        for name in ("torch._inductor.utils", "torch._inductor.scheduler", common.__name__):
-            module = sys.modules.get(name)
-            if getattr(module, "get_current_backend", None) is original_backend:
-                _state["patcher"].set_attr(module, "get_current_backend", get_current_backend)
-
-    cls = scheduler.BaseSchedulerNode
-    original = cls.__dict__["is_cpu"]
-    if getattr(original, "_torchada", False):
-        return
-
-    @functools.wraps(original)
-    def is_cpu(self: Any) -> bool:
-        node_device = self.get_device()
-        return node_device is not None and node_device.type in ("cpu", device)
-
-    is_cpu._torchada = True  # type: ignore[attr-defined]
-    _state["patcher"].set_attr(cls, "is_cpu", is_cpu)
-
-
-def _hook_backend_registration(common: Any) -> None:
-    # This runs as soon as the module is imported, possibly halfway through a circular import
-    # inside torch: the code generators are imported and registered only when Inductor asks
-    # for its backends, before it first generates code.
-    original = common.init_backend_registration
-
-    @functools.wraps(original)
-    def init_backend_registration() -> None:
-        original()
-        _register_simulator_codegen(common)
-
-    _state["patcher"].set_attr(common, "init_backend_registration", init_backend_registration)
 
 
 def _register_device_context(ctx_manager: Any) -> None:
@@ -413,5 +230,3 @@ def install(patcher: Any) -> None:
     when_imported("torch._dynamo.variables.tensor", _patch_tensor_variable, _state)
     when_imported("torch._inductor.graph", _translate_lowering_devices, _state)
     when_imported("torch._inductor.codecache", _patch_codecache, _state)
-    if _simulated():
-        when_imported("torch._inductor.codegen.common", _hook_backend_registration, _state)

@@ -224,4 +224,8 @@ def use_unified_cpu_allocator():
 from . import distributed, utils  # noqa: E402,F401
 from .utils import BuildExtension, MUSAExtension, musa_extension  # noqa: E402,F401
 
+# Inductor's code generator for the musa device, registered when Inductor registers its backends
+# (real torch_musa registers its Triton one at import).
+importlib.import_module("torchada._simulator.inductor").register()
+
 del _boards, _state
