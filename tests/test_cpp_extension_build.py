@@ -19,7 +19,7 @@ import torchada
 
 REPO = Path(__file__).resolve().parent.parent
 SRC = Path(__file__).resolve().parent / "cpp_extension_src"
-HEADERS = REPO / "torchada" / "_simulator" / "site" / "torch_musa" / "share" / "include"
+HEADERS = REPO / "csrc" / "simulator" / "include"
 JIT_NAME = "torchada_cuda_host_jit"
 SETUP_NAME = "torchada_cuda_host_setup"
 BUILD_TIMEOUT = 600

@@ -14,6 +14,8 @@ import re
 import torch
 from torch.utils import cpp_extension as _cpp
 
+from . import native
+
 logger = logging.getLogger("torchada")
 
 
@@ -161,9 +163,7 @@ def existing(paths: collections.abc.Sequence[str]) -> list[str]:
 
 # torch_musa's C++ headers as far as the simulator implements them (streams, guards, checks, the
 # runtime API subset), shipped as data beside this package.
-TORCH_MUSA_INCLUDE_DIR = os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "site", "torch_musa", "share", "include"
-)
+TORCH_MUSA_INCLUDE_DIR = str(native.include_dir())
 
 
 def check_compile_args(args: dict, name: str) -> None:

@@ -1,6 +1,7 @@
 """Assembles ``torch_musa._MUSAC``: the simulator's C++ extension plus the types torch_musa's
 C module defines (stream/event bases, graph base, device properties, the ``_musart`` submodule)."""
 
+import ctypes
 import enum
 import sys
 import types
@@ -59,21 +60,16 @@ class musaError(enum.IntEnum):
 def _make_musart(ext):
     m = types.ModuleType("torch_musa._MUSAC._musart")
     m.musaError = musaError
-    # The same codes and words as the simulated libmusart.so.
-    messages = {
-        0: "no error",
-        1: "invalid argument",
-        2: "out of memory",
-        3: "initialization error",
-        21: "invalid memcpy direction",
-        100: "no MUSA-capable device is detected",
-        101: "invalid device ordinal",
-        400: "invalid resource handle",
-        704: "peer access is already enabled",
-        801: "operation not supported",
-        999: "unknown error",
-    }
-    m.musaGetErrorString = lambda code: messages.get(int(code), "unknown error")
+
+    # The words are libmusart's own (its codes are written once, in musa_runtime_api.h).
+    def musaGetErrorString(code):
+        from torchada._simulator import sdk
+
+        libmusart = sdk.load("musart")
+        libmusart.musaGetErrorString.restype = ctypes.c_char_p
+        return libmusart.musaGetErrorString(ctypes.c_int(int(code))).decode()
+
+    m.musaGetErrorString = musaGetErrorString
     m.musaHostRegister = lambda ptr, size, flags: musaError.success
     m.musaHostUnregister = lambda ptr: musaError.success
     m.musaStreamCreate = lambda ptr: musaError.success

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from types import ModuleType
 
@@ -21,12 +22,19 @@ def load_extension() -> ModuleType:
     )
 
 
+def include_dir() -> Path:
+    """The simulated MUSA toolkit's and torch_musa's C/C++ headers: what extensions include, and
+    what the SDK libraries are compiled against (one definition of ``musaError_t`` & co.)."""
+    return csrc_dir() / "simulator" / "include"
+
+
 def stub_library_paths() -> "dict[str, Path]":
     """Paths of the simulated MUSA SDK libraries (``libmusart.so`` ...), built on first use."""
     stubs = csrc_dir() / "simulator" / "stubs"
     built = build_shared_libraries(
         "torchada_musa_sdk",
         [stubs / f"{name}.c" for name in STUB_LIBRARIES],
-        depends=sorted(stubs.glob("*.h")),
+        cflags=("-O2", "-I" + shlex.quote(str(include_dir()))),
+        depends=sorted([*stubs.glob("*.h"), *include_dir().glob("*.h")]),
     )
     return {f"{stem}.so": path for stem, path in built.items()}

@@ -29,26 +29,11 @@
 #include <stdio.h>
 #include <time.h>
 
+/* musaError_t, its codes and the handle types: the header extensions include, written once. */
+#include "musa_runtime_api.h"
 #include "musa_sim_sdk.h"
 #include "sim_handles.h"
 
-typedef int musaError_t;
-typedef void* musaStream_t;
-typedef void* musaEvent_t;
-
-enum {
-  musaSuccess = 0,
-  musaErrorInvalidValue = 1,
-  musaErrorMemoryAllocation = 2,
-  musaErrorInitializationError = 3,
-  musaErrorInvalidMemcpyDirection = 21,
-  musaErrorNoDevice = 100,
-  musaErrorInvalidDevice = 101,
-  musaErrorInvalidResourceHandle = 400,
-  musaErrorPeerAccessAlreadyEnabled = 704,
-  musaErrorNotSupported = 801,
-  musaErrorUnknown = 999,
-};
 
 enum { musaMemcpyHostToHost, musaMemcpyHostToDevice, musaMemcpyDeviceToHost,
        musaMemcpyDeviceToDevice, musaMemcpyDefault };
@@ -335,12 +320,12 @@ SIM_API musaError_t musaStreamCreate(musaStream_t* stream) {
   CHECK(s != NULL, musaErrorMemoryAllocation);
   s->tag = SIM_STREAM_TAG;
   s->device = t_device;
-  *stream = s;
+  *stream = (musaStream_t)s;
   return musaSuccess;
 }
 
 SIM_API musaError_t musaStreamDestroy(musaStream_t stream) {
-  sim_stream* s = stream;
+  sim_stream* s = (sim_stream*)stream;
   CHECK(s != NULL && s->tag == SIM_STREAM_TAG, musaErrorInvalidResourceHandle);
   s->tag = 0;
   free(s);
@@ -348,7 +333,7 @@ SIM_API musaError_t musaStreamDestroy(musaStream_t stream) {
 }
 
 SIM_API musaError_t musaStreamSynchronize(musaStream_t stream) {
-  sim_stream* s = stream;
+  sim_stream* s = (sim_stream*)stream;
   /* NULL is the legacy default stream */
   CHECK(s == NULL || s->tag == SIM_STREAM_TAG, musaErrorInvalidResourceHandle);
   return musaSuccess;
@@ -359,12 +344,12 @@ SIM_API musaError_t musaEventCreate(musaEvent_t* event) {
   sim_event* e = calloc(1, sizeof *e);
   CHECK(e != NULL, musaErrorMemoryAllocation);
   e->tag = SIM_EVENT_TAG;
-  *event = e;
+  *event = (musaEvent_t)e;
   return musaSuccess;
 }
 
 static sim_event* as_event(musaEvent_t event) {
-  sim_event* e = event;
+  sim_event* e = (sim_event*)event;
   return e != NULL && e->tag == SIM_EVENT_TAG ? e : NULL;
 }
 
