@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXT_SRC = Path(__file__).resolve().parent / "sim_ext_src" / "musa_host_ext.cpp"
 MODULE_SRC = (
     REPO / "torchada" / "_simulator" / "site" / "torch_musa" / "utils" / "musa_extension.py"
@@ -472,7 +472,7 @@ import sys, torch
 sys.path.insert(0, ".")
 import {SETUP_NAME} as mod
 sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
-from test_sim_musa_extension import _check_module_on_musa
+from test_musa_extension import _check_module_on_musa
 _check_module_on_musa(mod)
 print("CHECKED", mod.__file__)
 """
