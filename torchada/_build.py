@@ -354,6 +354,9 @@ def load_torch_extension(
             raise NativeBuildError(f"building {name} failed:\n{err}") from err
         _seal(private / done.name, [private / artefact.name])
         _move_into_place(private, build_dir)  # the loaded library stays mapped across the rename
+        # torch's loader imports without registering; a cached load registers (so the process
+        # that built it must too, or sys.modules lookups differ on first use only).
+        sys.modules.setdefault(name, module)
         seconds = time.perf_counter() - start
         _records[name] = BuildRecord(name, artefact, True, seconds)
         logger.info("built %s in %.1f s at %s", name, seconds, build_dir)

@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import sys
 import threading
 from typing import Any, Callable, Dict, Optional, Tuple
 
@@ -257,22 +256,6 @@ def _make_generator_class() -> type:
     )
 
 
-def _final_c_to_call(wrapper: Any, c_to: Any) -> Optional[Tuple[Any, str]]:
-    """(module, name) of the global through which a Python ``Tensor.to`` wrapper (torch_musa's)
-    calls torch's C ``to``, or None when ``wrapper`` is not such a function."""
-    code = getattr(wrapper, "__code__", None)
-    namespace = getattr(wrapper, "__globals__", None)
-    if code is None or namespace is None:
-        return None
-    module = sys.modules.get(namespace.get("__name__", ""))
-    if module is None or vars(module) is not namespace:
-        return None
-    for name in code.co_names:
-        if namespace.get(name) is c_to:
-            return module, name
-    return None
-
-
 def _install_common(patcher: Any, native: Any) -> None:
     import torch.serialization
     import torch.storage
@@ -280,10 +263,11 @@ def _install_common(patcher: Any, native: Any) -> None:
 
     c_to = torch._C.TensorBase.to
     previous_to = torch.Tensor.to
-    hook = _final_c_to_call(previous_to, c_to) if native is not None else None
-    if hook is not None:
-        # Tensor.to stays torch_musa's; the C call it ends with reads "cuda" as "musa".
-        patcher.set_attr(hook[0], hook[1], native.make_translating_call(c_to))
+    wrapped = previous_to is not c_to and getattr(torch.Tensor, "orig_to", None) is c_to
+    if native is not None and wrapped:
+        # torch_musa's Tensor.to (Python) ends in Tensor.orig_to, torch's C method: that call
+        # reads "cuda" as "musa", and torch_musa's wrapper stays as it is.
+        patcher.set_attr(torch.Tensor, "orig_to", native.make_tensor_to(torch._C.TensorBase, c_to))
     elif native is not None:
         patcher.set_attr(
             torch.Tensor, "to", native.make_tensor_to(torch._C.TensorBase, previous_to)

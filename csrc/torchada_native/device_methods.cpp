@@ -4,11 +4,10 @@
 // The dispatcher-level translation (device_translation.cpp) already makes tensor.to("cuda") produce
 // a musa tensor, but torch decides whether .to() may return `self` by comparing devices, and a musa
 // tensor is never on "cuda": x.to("cuda") would copy a tensor that CUDA would hand back as is. So
-// the device argument is rewritten before torch sees it, in one of two places:
-//   - make_translating_call: a builtin standing in for the C Tensor.to that a Python wrapper
-//     (torch_musa's own Tensor.to) calls last; the wrapper runs as before, at no extra frame;
-//   - make_tensor_to: a method descriptor replacing Tensor.to, calling the previous one (used when
-//     no such wrapper is found; a C-to-Python call costs about what a Python wrapper does).
+// the device argument is rewritten before torch sees it, by make_tensor_to: a method descriptor
+// calling the method it stands in for. torchada puts it where torch's C Tensor.to is reached:
+// Tensor.orig_to, which torch_musa's own Tensor.to wrapper calls last (the wrapper runs as before,
+// at no extra Python frame), or Tensor.to itself when there is no such wrapper.
 
 #include "torchada_native.h"
 
@@ -187,17 +186,6 @@ PyObject* tensor_to(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyO
   return call_translating(g_prev_to, call, nargs + 1, kwnames);
 }
 
-// A plain function `f(tensor, *args, **kw)`; its `self` slot holds the callee (torch's C to).
-PyObject* translating_call(PyObject* callee, PyObject* const* args, Py_ssize_t nargs,
-                           PyObject* kwnames) {
-  return call_translating(callee, args, nargs, kwnames);
-}
-
-PyMethodDef g_call_def = {
-    "to", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(translating_call)),
-    METH_FASTCALL | METH_KEYWORDS,
-    "torch's Tensor.to with 'cuda' devices read as 'musa' ones (torchada)."};
-
 PyMethodDef g_to_def = {"to", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(
                                   tensor_to)),
                         METH_FASTCALL | METH_KEYWORDS, nullptr};
@@ -229,23 +217,12 @@ pybind11::object translate_spec(pybind11::handle spec) {
   return pybind11::reinterpret_steal<pybind11::object>(r);
 }
 
-// A builtin taking (tensor, *args, **kw) that calls `target` with CUDA devices read as MUSA: it
-// replaces the C Tensor.to that a Python Tensor.to wrapper (torch_musa's) calls last.
-pybind11::object make_translating_call(pybind11::object target) {
-  PyObject* fn = PyCFunction_NewEx(&g_call_def, target.ptr(), nullptr);
-  if (fn == nullptr) throw pybind11::error_already_set();
-  return pybind11::reinterpret_steal<pybind11::object>(fn);
-}
-
 }  // namespace
 
 void init_device_methods(pybind11::module_& m) {
   m.def("make_tensor_to", &make_tensor_to,
         "A Tensor.to method descriptor reading 'cuda' devices as 'musa' before calling "
         "`previous`.");
-  m.def("make_translating_call", &make_translating_call,
-        "f(tensor, *args, **kw) -> target(tensor, *args, **kw) with 'cuda' devices read as "
-        "'musa'.");
   m.def("translate_device", &translate_spec,
         "torch.device('musa', N) for a 'cuda[:N]' spec, None for anything else.");
 }

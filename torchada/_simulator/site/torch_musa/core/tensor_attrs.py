@@ -31,24 +31,24 @@ def _to(self, *args, **kwargs):
         args = (torch.device("musa", args[0]),) + args[1:]
     if isinstance(kwargs.get("device"), int):
         kwargs["device"] = torch.device("musa", kwargs["device"])
-    return torch._C.TensorBase.to(self, *args, **kwargs)
+    return self.orig_to(*args, **kwargs)
 
 
 def _pin_memory(self, device="musa"):
-    return torch._C.TensorBase.pin_memory(self)
+    return self.orig_pin_memory()
 
 
 def _is_pinned(self, device="musa"):
-    return torch._C.TensorBase.is_pinned(self)
+    return self.orig_is_pinned()
 
 
 def set_torch_attributes():
     torch.Tensor.is_musa = property(_is_musa)
     torch.Tensor.musa = _musa
-    torch.Tensor.to = _to
-    # The methods replaced here are torch's C ones, kept as torch_musa keeps them.
-    torch.Tensor.orig_to = torch._C.TensorBase.to
+    # As torch_musa: the methods it replaces stay on Tensor as orig_*, which its own call.
+    torch.Tensor.orig_pin_memory = torch.Tensor.pin_memory
+    torch.Tensor.orig_is_pinned = torch.Tensor.is_pinned
+    torch.Tensor.orig_to = torch.Tensor.to
     torch.Tensor.pin_memory = _pin_memory
     torch.Tensor.is_pinned = _is_pinned
-    torch.Tensor.orig_pin_memory = torch._C.TensorBase.pin_memory
-    torch.Tensor.orig_is_pinned = torch._C.TensorBase.is_pinned
+    torch.Tensor.to = _to
