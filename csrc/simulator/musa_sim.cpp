@@ -37,6 +37,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -588,9 +589,11 @@ at::Tensor fallback_alias(const at::Tensor& t) {
   c10::Storage storage(c10::Storage::use_byte_size_t(), musa.nbytes(),
                        c10::DataPtr(musa.mutable_data(), c10::Device(c10::DeviceType::CPU)),
                        c10::GetCPUAllocator(), /*resizable=*/true);
-  auto alias = at::empty({0}, t.options().device(c10::DeviceType::CPU));
-  alias.set_(storage, t.storage_offset(), t.sizes(), t.strides());
-  return alias;
+  // Built directly, not with empty() + set_(): two dispatcher calls per operand per op otherwise.
+  auto impl = c10::make_intrusive<c10::TensorImpl>(
+      std::move(storage), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
+  impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+  return at::Tensor(std::move(impl));
 }
 
 std::vector<at::Tensor> to_cpu(at::TensorList tensors) {
@@ -775,7 +778,9 @@ void sim_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   // A device kernel is one operator to the profiler: the CPU ops the fallback runs for it
   // (copies, the CPU kernel) would show up nested under it, twice where the op names match.
-  at::DisableRecordFunctionGuard no_profiling;
+  // (Turning recording off rebuilds the thread's callback set: only when someone records.)
+  std::optional<at::DisableRecordFunctionGuard> no_profiling;
+  if (at::hasCallbacks()) no_profiling.emplace();
   at::native::cpu_fallback(op, stack);
 }
 
