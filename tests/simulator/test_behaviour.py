@@ -3,7 +3,9 @@ torch_musa's source has it)."""
 
 from __future__ import annotations
 
+import os
 import warnings
+from typing import Union
 
 import pytest
 import torch
@@ -91,3 +93,21 @@ def test_storage_ipc_names_exist_and_say_what_is_missing(musa_sim):
             getattr(storage, name)()
     with pytest.raises(RuntimeError, match="Move the tensor to the CPU before sending it"):
         torch.UntypedStorage._new_shared_musa(0, 0, 0)
+
+
+def test_incidental_names_are_what_real_binds(musa_sim):
+    import torch_musa.core._lazy_init as lazy_init
+    from torch_musa.core import _utils, device, random, stream
+
+    assert musa_sim.torch_musa is musa_sim and musa_sim.core.torch_musa is musa_sim
+    assert str(musa_sim.TORCH_MIN_VERSION) == "2.7.1"
+    assert musa_sim.TORCH_MIN_VERSION <= type(musa_sim.TORCH_MIN_VERSION)(musa_sim.TORCH_VERSION)
+    # The submodule keeps its name: core imports its _lazy_init function under another one.
+    assert type(lazy_init).__name__ == "module" and musa_sim.core._lazy_init is lazy_init
+    assert musa_sim.core.cmake_prefix_path == os.path.join(
+        os.path.dirname(musa_sim.__file__), "share", "cmake"
+    )
+    assert _utils.DeviceUnion == Union[torch.device, int, str, None]
+    assert random.current_device is device.current_device
+    assert random.device_count is device.device_count
+    assert stream.device is device.Device is musa_sim.device

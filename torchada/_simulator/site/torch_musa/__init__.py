@@ -22,19 +22,26 @@ import importlib  # noqa: E402
 
 import torch  # noqa: E402
 
+try:
+    from packaging.version import Version
+except ImportError:
+    # Real torch_musa requires packaging; torch vendors the same module, so the simulator runs
+    # without it installed.
+    from torch._vendor.packaging.version import Version
+
 # The simulator's own helpers live outside the torch_musa namespace, which holds only the names
 # real torch_musa has.
 _boards = importlib.import_module("torchada._simulator.boards")
 _state = importlib.import_module("torchada._simulator.state")
 
-# As torch_musa's: torch's version without local or pre-release parts ("2.13.0+cpu" -> "2.13.0").
-TORCH_VERSION = importlib.import_module("re").match(r"\d+(\.\d+)*", torch.__version__).group(0)
+# As torch_musa's: the oldest torch it runs on, and torch's version without local or pre-release
+# parts ("2.13.0+cpu" -> "2.13.0").
+TORCH_MIN_VERSION = Version(_boards.TORCH_MUSA_VERSION)
+TORCH_VERSION = Version(torch.__version__).base_version
 
 # torch_musa refuses a torch older than its own version. It also warns when torch is not exactly
 # 2.7.1; the simulator runs on newer torch on purpose, so that warning is left out.
-if tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:3]) < tuple(
-    int(p) for p in _boards.TORCH_MUSA_VERSION.split(".")
-):
+if Version(TORCH_VERSION) < TORCH_MIN_VERSION:
     raise RuntimeError(
         f"torch_musa {_boards.TORCH_MUSA_VERSION} requires torch >= "
         f"{_boards.TORCH_MUSA_VERSION}, found {torch.__version__}"
@@ -49,6 +56,8 @@ atexit.register(time.sleep, 0.05)
 
 _state.config = importlib.import_module("torchada._simulator.config").read_config()
 _MUSAC = importlib.import_module("torchada._simulator.musac").load(_state.config)
+# As in torch_musa, this also binds the package to its own name `torch_musa`.
+import torch_musa._MUSAC  # noqa: E402,F401
 
 torch.__setattr__("musa", sys.modules[__name__])
 # torch's device lazy-init imports "torch.<backend>" by name, so the module must be findable there.
