@@ -111,3 +111,43 @@ def test_incidental_names_are_what_real_binds(musa_sim):
     assert random.current_device is device.current_device
     assert random.device_count is device.device_count
     assert stream.device is device.Device is musa_sim.device
+
+
+def test_lazy_init_module_holds_what_torch_musa_sets_from_it(musa_sim):
+    import torch_musa.core._lazy_init as lazy_init
+    import torch_musa.core.musa as legacy
+
+    for prefix in ("Double", "Float", "Long", "Int", "Short", "Char", "Byte", "Half", "Bool"):
+        name = f"{prefix}Storage"
+        assert getattr(musa_sim, name) is getattr(lazy_init, name) is getattr(legacy, name)
+    assert musa_sim.BFloat16Storage is lazy_init.BFloat16Storage
+    for name in ("musart", "MusaError", "check_error"):
+        assert getattr(musa_sim, name) is getattr(lazy_init, name), name
+    assert musa_sim.musart() is musa_sim._MUSAC._musart
+    with pytest.raises(lazy_init.MusaError, match=r"out of memory \(2\)"):
+        musa_sim.check_error(2)
+    # torch_musa.device is core.device's context manager; core._lazy_init has its own.
+    assert lazy_init.device is not musa_sim.device and "init" not in vars(musa_sim)
+    assert musa_sim.current_device() == 0
+    with lazy_init.device("musa:1"):
+        assert musa_sim.current_device() == 1
+        with lazy_init.device(0):
+            assert musa_sim.current_device() == 0
+        assert musa_sim.current_device() == 1
+    assert musa_sim.current_device() == 0
+
+
+def test_init_initialises_and_generators_land_on_torch_musa_only():
+    code = """
+        import torch
+        from torchada import _simulator
+        torch_musa = _simulator.activate()
+        from torch_musa.core import _lazy_init
+        print(torch_musa.is_initialized(), hasattr(torch_musa, "default_generators"))
+        _lazy_init.init()
+        print(torch_musa.is_initialized(), len(torch_musa.default_generators))
+        print(_lazy_init.default_generators)
+    """
+    r = run_python(code, env={"TORCHADA_ACTIVE": "0"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["False False", "True 2", "()"]

@@ -79,12 +79,14 @@ _state.device_properties = [
 ]
 _state.arch_flags = "%d%d" % _state.config.spec["capability"]
 
+# Importing core._lazy_init also sets the legacy storage classes, MusaError and check_error here.
 from .core._lazy_init import (  # noqa: E402,F401
     _initialized,
     _is_in_bad_fork,
     _lazy_call,
     _lazy_init,
     is_initialized,
+    musart,
 )
 from .core.device import Device as device  # noqa: E402,F401
 from .core.device import DeviceOf as device_of  # noqa: E402,F401
@@ -144,9 +146,10 @@ torch.backends.mudnn = importlib.import_module(".core.mudnn", __name__)
 
 torch.version.musa = _MUSAC._musa_version
 
-from torchada._simulator.legacy_types import *  # noqa: E402,F401,F403
-
-importlib.import_module(".core.musa", __name__)  # the storage classes' module, as in torch_musa
+# The legacy tensor types; their storages came with core._lazy_init.
+_legacy = importlib.import_module("torchada._simulator.legacy_types")
+globals().update({n: getattr(_legacy, n) for n in _legacy.__all__ if n.endswith("Tensor")})
+del _legacy
 
 from .core import mccl  # noqa: E402,F401
 
@@ -183,23 +186,6 @@ from .musa_graph import (  # noqa: E402,F401
 )
 
 OutOfMemoryError = torch._C.OutOfMemoryError
-
-
-class MusaError(RuntimeError):
-    def __init__(self, code):
-        # Any code is accepted, known to libmusart or not.
-        msg = _MUSAC._musart.musaGetErrorString(code)
-        super().__init__(f"{msg} ({code})")
-
-
-def check_error(res):
-    if res != _MUSAC._musart.musaError.success:
-        raise MusaError(res)
-
-
-def musart():
-    _lazy_init()
-    return _MUSAC._musart
 
 
 def overwrite_cuda_api():
