@@ -3,6 +3,7 @@ torch_musa's source has it)."""
 
 from __future__ import annotations
 
+import io
 import os
 import warnings
 from typing import Union
@@ -151,3 +152,54 @@ def test_init_initialises_and_generators_land_on_torch_musa_only():
     r = run_python(code, env={"TORCHADA_ACTIVE": "0"})
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["False False", "True 2", "()"]
+
+
+def test_register_deserialization_entries_and_musa_restore(musa_sim):
+    import torch.serialization as ser
+    from torch_musa.core import serialization
+
+    assert musa_sim.register_deserialization is serialization.register_deserialization
+    entries = {priority: (tag, restore) for priority, tag, restore in ser._package_registry}
+    assert entries[999] == (serialization._musa_tag, serialization._musa_deserialize)
+    assert entries[20][1] is serialization._cuda_deserialize  # torch's CUDA tagger is kept
+    # A saved musa tensor comes back on its device (torch's PrivateUse1 entry restores it first).
+    buf = io.BytesIO()
+    torch.save({"w": torch.arange(4.0, device="musa:1")}, buf)
+    buf.seek(0)
+    w = torch.load(buf)["w"]
+    assert w.device == torch.device("musa", 1) and w.tolist() == [0.0, 1.0, 2.0, 3.0]
+    # torch_musa's own restorer, for the locations torch's entry leaves to it.
+    restored = serialization._musa_deserialize(torch.UntypedStorage(8), "musa:1")
+    assert restored.device == torch.device("musa", 1) and restored.nbytes() == 8
+    assert serialization._musa_deserialize(torch.UntypedStorage(8), "cpu") is None
+    with pytest.raises(RuntimeError, match=r"device 5 but torch.musa.device.device_count\(\) is 2"):
+        serialization._musa_deserialize(torch.UntypedStorage(8), "musa:5")
+
+
+def test_cuda_checkpoint_is_refused_with_torch_musas_advice():
+    # Without torchada: torch_musa's replacement of torch's CUDA deserializer answers.
+    code = """
+        import io
+        import torch
+        import torch.serialization as ser
+        from torchada import _simulator
+        _simulator.activate()
+        buf = io.BytesIO()
+        entry = (-1, lambda storage: "cuda:0", lambda storage, location: None)
+        ser._package_registry.insert(0, entry)
+        torch.save(torch.ones(2), buf)
+        ser._package_registry.remove(entry)
+        buf.seek(0)
+        try:
+            torch.load(buf)
+        except RuntimeError as exc:
+            print(exc)
+        buf.seek(0)
+        print(torch.load(buf, map_location="musa:1").device)
+    """
+    r = run_python(code, env={"TORCHADA_ACTIVE": "0"})
+    assert r.returncode == 0, r.stderr
+    refusal, device = r.stdout.splitlines()
+    assert refusal.startswith("Attempting to deserialize object on a CUDA device")
+    assert "please use torch.load with map_location=torch.device('musa')" in refusal
+    assert device == "musa:1"

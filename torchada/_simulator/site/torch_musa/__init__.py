@@ -128,6 +128,7 @@ from .core.memory import (  # noqa: E402,F401
 )
 from .core.random import *  # noqa: E402,F401,F403
 from .core.random import fork_rng  # noqa: E402
+from .core.serialization import register_deserialization  # noqa: E402
 from .core.stream import (  # noqa: E402,F401
     Event,
     ExternalStream,
@@ -143,6 +144,8 @@ from .core.stream import (  # noqa: E402,F401
 torch.random.fork_rng = fork_rng
 
 torch.backends.mudnn = importlib.import_module(".core.mudnn", __name__)
+
+register_deserialization()
 
 torch.version.musa = _MUSAC._musa_version
 
