@@ -203,3 +203,18 @@ def test_cuda_checkpoint_is_refused_with_torch_musas_advice():
     assert refusal.startswith("Attempting to deserialize object on a CUDA device")
     assert "please use torch.load with map_location=torch.device('musa')" in refusal
     assert device == "musa:1"
+
+
+def test_musa_extension_build_constants(musa_sim, monkeypatch):
+    from torch_musa.utils import musa_extension as ext
+
+    monkeypatch.delenv("CXX", raising=False)
+    assert ext.get_cxx_compiler() == "c++"
+    monkeypatch.setenv("CXX", "clang++")
+    assert ext.get_cxx_compiler() == "clang++"
+    lib = os.path.join(os.path.dirname(musa_sim.__file__), "lib")
+    assert ext.TORCH_MUSA_LIB_PATH == lib and os.path.isdir(lib)
+    assert not [f for f in os.listdir(lib) if f.endswith(".so")]  # nothing to link, as it says
+    assert ext.COMMON_MCC_FLAGS == [] and ext.RERUN_CMAKE is False
+    assert ext.SUBPROCESS_DECODE_ARGS == () and ext.install_requires == ["packaging"]
+    assert ext.torch_musa is musa_sim
