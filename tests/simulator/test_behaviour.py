@@ -218,3 +218,105 @@ def test_musa_extension_build_constants(musa_sim, monkeypatch):
     assert ext.COMMON_MCC_FLAGS == [] and ext.RERUN_CMAKE is False
     assert ext.SUBPROCESS_DECODE_ARGS == () and ext.install_requires == ["packaging"]
     assert ext.torch_musa is musa_sim
+
+
+UMM_LOAD = """
+    import io, os
+    import torch
+    from torchada import _simulator
+    torch_musa = _simulator.activate()
+    state = {"w": torch.randn(256, 64), "b": torch.randn(64)}
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    buf.seek(0)
+    before = torch_musa.memory_allocated(0)
+    loaded = torch.load(buf, map_location="musa")
+    assert all(torch.equal(loaded[k].cpu(), state[k]) for k in state)
+    storage = torch.ones(2).untyped_storage()
+    print(os.environ["CPU_UNIFIED_FLAG"], loaded["w"].device,
+          torch_musa.max_memory_allocated(0) - before,
+          storage.to(device="musa:1") is storage)
+"""
+
+
+@pytest.mark.parametrize(
+    "conf,expected",
+    [
+        (None, "False musa:0 65792 False"),
+        ("cpu:unified", "True musa:0 0 True"),
+        ("expandable_segments:True, cpu:unified", "True musa:0 0 True"),
+    ],
+)
+def test_unified_memory_from_the_environment(conf, expected):
+    # With cpu:unified, torch.load onto the device takes no device memory: storages move in place.
+    env = {"TORCHADA_ACTIVE": "0"}
+    if conf is not None:
+        env["PYTORCH_MUSA_ALLOC_CONF"] = conf
+    r = run_python(UMM_LOAD, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [expected]
+
+
+@pytest.mark.parametrize(
+    "conf,unified",
+    [
+        ("cpu::unified", True),
+        ("backend:native,cpu:unified", True),
+        ("cpu:unified:1", False),
+        ("CPU:unified", False),
+        ("", False),
+    ],
+)
+def test_parse_env_for_umm_reads_the_cpu_option(musa_sim, monkeypatch, conf, unified):
+    monkeypatch.setenv("PYTORCH_MUSA_ALLOC_CONF", conf)
+    monkeypatch.setenv("CPU_UNIFIED_FLAG", "True")
+    try:
+        musa_sim.parseEnvForUMM()
+        assert os.environ["CPU_UNIFIED_FLAG"] == str(unified)
+        storage = torch.ones(2).untyped_storage()
+        assert (storage.to(device="musa") is storage) is unified
+    finally:
+        if unified:
+            musa_sim._MUSAC._musa_reset_unified_cpu_allocator()
+        os.environ["CPU_UNIFIED_FLAG"] = "False"
+
+
+def test_use_unified_cpu_allocator_moves_only_managed_memory(musa_sim):
+    pageable = torch.ones(4)
+    with musa_sim.use_unified_cpu_allocator():
+        assert os.environ["CPU_UNIFIED_FLAG"] == "True"
+        managed = torch.arange(4.0).untyped_storage()
+        assert managed.to(device="musa:1") is managed
+        assert managed.device == torch.device("musa", 1)
+        # The hardware would fault on pageable memory handed to the device: refused here.
+        with pytest.raises(RuntimeError, match="pageable host memory, which a MUSA device"):
+            pageable.untyped_storage().to(device="musa")
+        with pytest.raises(RuntimeError, match="MUSA device memory, which the host cannot"):
+            torch.ones(2, device="musa").untyped_storage().edit_device("cpu")
+    assert os.environ["CPU_UNIFIED_FLAG"] == "False"
+    storage = torch.ones(2).untyped_storage()
+    copy = storage.to(device="musa")
+    assert copy is not storage and storage.device.type == "cpu"
+
+
+def test_unified_cpu_allocator_needs_a_device():
+    code = """
+        import torch
+        from torchada import _simulator
+        _simulator.activate()
+        try:
+            torch.ones(2)
+        except RuntimeError as exc:
+            print(exc)
+    """
+    env = {
+        "TORCHADA_ACTIVE": "0",
+        "MUSA_VISIBLE_DEVICES": "",
+        "PYTORCH_MUSA_ALLOC_CONF": "cpu:unified",
+    }
+    r = run_python(code, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == (
+        "MUSA error: no MUSA-capable device is detected (error code 100) from "
+        "musaMallocManaged(&ptr, size, musaMemAttachGlobal)"
+    )

@@ -6,6 +6,9 @@ Names torch_musa lacks (``nvtx``, ``CUDAGraph``, ``memory_cached``, ...) are abs
 """
 
 import atexit
+import contextlib
+import os
+import re
 import sys
 import time
 
@@ -48,6 +51,10 @@ if Version(TORCH_VERSION) < TORCH_MIN_VERSION:
     )
 
 torch.utils.rename_privateuse1_backend("musa")
+
+# torch_musa runs on its own build of torch, whose storage `to` moves storages in place under the
+# unified CPU allocator (see parseEnvForUMM); the simulator's torch gets that behaviour here.
+importlib.import_module("torchada._simulator.unified_memory").install()
 
 # Backward on two simulated devices leaves autograd device threads that may drop a Python
 # reference just after interpreter shutdown began, aborting the process now and then
@@ -204,20 +211,41 @@ def ipc_collect():
     _lazy_init()
 
 
-@importlib.import_module("contextlib").contextmanager
+from . import distributed, utils  # noqa: E402,F401
+from .utils import BuildExtension, MUSAExtension, musa_extension  # noqa: E402,F401
+
+
+def parseEnvForUMM():
+    """Unified memory for CPU tensors, process-wide, when PYTORCH_MUSA_ALLOC_CONF has the option
+    ``cpu:unified``: CPU tensors then come from managed memory and storages move to the device
+    in place (``storage.to``, ``torch.load(map_location="musa")``). CPU_UNIFIED_FLAG is
+    torch_musa's internal flag for the latter; it is reset to "False" first."""
+    conf = os.getenv("PYTORCH_MUSA_ALLOC_CONF")
+    os.environ["CPU_UNIFIED_FLAG"] = "False"
+    if conf is None:
+        return
+    # Options are separated by commas or blanks, a key from its value by colons.
+    for option in re.split(r"[\s,]+", conf.strip()):
+        if re.split(r"[:]+", option.strip()) == ["cpu", "unified"]:
+            _MUSAC._musa_register_unified_cpu_allocator()
+            os.environ["CPU_UNIFIED_FLAG"] = "True"
+            return
+
+
+parseEnvForUMM()
+
+
+@contextlib.contextmanager
 def use_unified_cpu_allocator():
-    """CPU tensors made inside come from the unified (device-visible) CPU allocator. Simulated
-    devices run on host memory, which every device sees already: only the flag is set, as
-    torch_musa sets it."""
-    os = importlib.import_module("os")
+    """CPU tensors made inside come from the unified CPU allocator (managed memory), and storages
+    move to the device in place, as with PYTORCH_MUSA_ALLOC_CONF=cpu:unified."""
+    _MUSAC._musa_register_unified_cpu_allocator()
     os.environ["CPU_UNIFIED_FLAG"] = "True"
     try:
         yield
     finally:
+        _MUSAC._musa_reset_unified_cpu_allocator()
         os.environ["CPU_UNIFIED_FLAG"] = "False"
 
-
-from . import distributed, utils  # noqa: E402,F401
-from .utils import BuildExtension, MUSAExtension, musa_extension  # noqa: E402,F401
 
 del _boards, _state
