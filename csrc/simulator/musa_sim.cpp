@@ -23,7 +23,9 @@
 #include <ATen/ops/view_as_real_native.h>
 #include <ATen/ops/view_native.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/csrc/Device.h>
 #include <torch/csrc/Generator.h>
+#include <torch/csrc/Storage.h>
 #include <c10/util/ApproximateClock.h>
 #include <torch/csrc/profiler/stubs/base.h>
 
@@ -215,6 +217,98 @@ PinnedAllocator g_pinned_allocator;
 bool is_pinned_ptr(const void* p) {
   std::lock_guard<std::mutex> g(g_pinned_mutex);
   return g_pinned.count(const_cast<void*>(p)) > 0;
+}
+
+// ---------------------------------------------------------------- unified CPU memory
+// torch_musa's unified CPU allocator (PYTORCH_MUSA_ALLOC_CONF=cpu:unified, or inside
+// use_unified_cpu_allocator()) gives CPU tensors managed memory (musaMallocManaged), which a storage
+// may then turn into device memory in place (edit_device). Simulated devices run on host memory,
+// so what is kept is which memory is managed: only managed, pinned or device memory may become a
+// device storage, and a managed allocation needs a device, as the runtime call does.
+std::mutex g_unified_mutex;
+std::unordered_set<void*> g_unified;
+
+void unified_free(void* p) {
+  {
+    std::lock_guard<std::mutex> g(g_unified_mutex);
+    g_unified.erase(p);
+  }
+  std::free(p);
+}
+
+struct UnifiedCPUAllocator final : c10::Allocator {
+  c10::DataPtr allocate(size_t n) override {
+    TORCH_CHECK(g_device_count > 0,
+                "MUSA error: no MUSA-capable device is detected (error code 100) from "
+                "musaMallocManaged(&ptr, size, musaMemAttachGlobal)");
+    void* p = nullptr;
+    if (posix_memalign(&p, 64, n == 0 ? 1 : n) != 0) {
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "managed allocation of ", n, " bytes failed");
+    }
+    {
+      std::lock_guard<std::mutex> g(g_unified_mutex);
+      g_unified.insert(p);
+    }
+    return {p, p, &unified_free, c10::Device(c10::DeviceType::CPU)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &unified_free; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    std::memcpy(dest, src, count);
+  }
+};
+
+UnifiedCPUAllocator g_unified_cpu_allocator;
+// As torch_musa's allocator context: one saved allocator, overwritten by each registration.
+c10::Allocator* g_prev_cpu_allocator = nullptr;
+
+void register_unified_cpu_allocator() {
+  g_prev_cpu_allocator = c10::GetAllocator(c10::DeviceType::CPU);
+  c10::SetAllocator(c10::DeviceType::CPU, &g_unified_cpu_allocator);
+}
+
+void reset_unified_cpu_allocator() {
+  c10::SetAllocator(c10::DeviceType::CPU, g_prev_cpu_allocator);
+}
+
+bool is_unified_ptr(const void* p) {
+  std::lock_guard<std::mutex> g(g_unified_mutex);
+  return g_unified.count(const_cast<void*>(p)) > 0;
+}
+
+bool is_device_ptr(const void* p) {
+  std::lock_guard<std::mutex> g(g_blocks_mutex);
+  return g_blocks.count(const_cast<void*>(p)) > 0;
+}
+
+c10::Device to_device(py::handle obj) {
+  if (THPDevice_Check(obj.ptr())) return reinterpret_cast<THPDevice*>(obj.ptr())->device;
+  if (py::isinstance<py::int_>(obj)) return c10::Device(kMusa, obj.cast<c10::DeviceIndex>());
+  return c10::Device(obj.cast<std::string>());
+}
+
+// torch_musa's storage.edit_device: the storage keeps its memory and now belongs to `device`.
+void edit_device(py::handle storage_obj, py::handle device_obj) {
+  TORCH_CHECK_TYPE(THPStorage_Check(storage_obj.ptr()),
+                   "edit_device(): argument 'self' must be Storage, not ",
+                   Py_TYPE(storage_obj.ptr())->tp_name);
+  const c10::Storage& storage = THPStorage_Unpack(storage_obj.ptr());
+  c10::Device device = to_device(device_obj);
+  if (!device.has_index()) device = c10::Device(device.type(), t_current_device);
+  const void* p = storage.data();
+  // Where the hardware would fault later, on the first access, the simulator refuses now.
+  if (p != nullptr && device.type() == kMusa) {
+    check_device(device.index());
+    TORCH_CHECK(is_unified_ptr(p) || is_pinned_ptr(p) || is_device_ptr(p), "edit_device: the ",
+                storage.nbytes(), " bytes of this storage are pageable host memory, which a MUSA ",
+                "device cannot access (its kernels would fault on them). Only memory from the ",
+                "unified CPU allocator (PYTORCH_MUSA_ALLOC_CONF=cpu:unified or ",
+                "torch_musa.use_unified_cpu_allocator()) can become device memory in place.");
+  }
+  if (p != nullptr && device.type() == c10::DeviceType::CPU) {
+    TORCH_CHECK(!is_device_ptr(p), "edit_device: the ", storage.nbytes(),
+                " bytes of this storage are MUSA device memory, which the host cannot access.");
+  }
+  storage.unsafeGetStorageImpl()->_mutable_data_ptr_no_checks().unsafe_set_device(device);
 }
 
 // ---------------------------------------------------------------- streams and events
@@ -989,6 +1083,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   });
   m.def("_musa_totalMemory", [] { return g_total_memory; });
   m.def("_musa_isPinnedPtr", [](uintptr_t p) { return is_pinned_ptr(reinterpret_cast<void*>(p)); });
+  m.def("_musa_register_unified_cpu_allocator", &register_unified_cpu_allocator);
+  m.def("_musa_reset_unified_cpu_allocator", &reset_unified_cpu_allocator);
+  m.def("_edit_device_musa", &edit_device);
   // torch.Event.elapsed_time accepts no subclass as its argument; torch_musa's Event base is
   // native.
   m.def("_musa_elapsedTime", [](uintptr_t a, uintptr_t b) {

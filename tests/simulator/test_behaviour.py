@@ -3,7 +3,10 @@ torch_musa's source has it)."""
 
 from __future__ import annotations
 
+import io
+import os
 import warnings
+from typing import Union
 
 import pytest
 import torch
@@ -129,3 +132,229 @@ def test_profiler_anti_patterns_name_musa(musa_sim, capsys):
     finally:
         torch.backends.mudnn.allow_tf32 = before
     assert musa_sim.profiler.BasicEvaluation(prof.profiler).musa_events == []
+
+
+def test_incidental_names_are_what_real_binds(musa_sim):
+    import torch_musa.core._lazy_init as lazy_init
+    from torch_musa.core import _utils, device, random, stream
+
+    assert musa_sim.torch_musa is musa_sim and musa_sim.core.torch_musa is musa_sim
+    assert str(musa_sim.TORCH_MIN_VERSION) == "2.7.1"
+    assert musa_sim.TORCH_MIN_VERSION <= type(musa_sim.TORCH_MIN_VERSION)(musa_sim.TORCH_VERSION)
+    # The submodule keeps its name: core imports its _lazy_init function under another one.
+    assert type(lazy_init).__name__ == "module" and musa_sim.core._lazy_init is lazy_init
+    assert musa_sim.core.cmake_prefix_path == os.path.join(
+        os.path.dirname(musa_sim.__file__), "share", "cmake"
+    )
+    assert _utils.DeviceUnion == Union[torch.device, int, str, None]
+    assert random.current_device is device.current_device
+    assert random.device_count is device.device_count
+    assert stream.device is device.Device is musa_sim.device
+
+
+def test_lazy_init_module_holds_what_torch_musa_sets_from_it(musa_sim):
+    import torch_musa.core._lazy_init as lazy_init
+    import torch_musa.core.musa as legacy
+
+    for prefix in ("Double", "Float", "Long", "Int", "Short", "Char", "Byte", "Half", "Bool"):
+        name = f"{prefix}Storage"
+        assert getattr(musa_sim, name) is getattr(lazy_init, name) is getattr(legacy, name)
+    assert musa_sim.BFloat16Storage is lazy_init.BFloat16Storage
+    for name in ("musart", "MusaError", "check_error"):
+        assert getattr(musa_sim, name) is getattr(lazy_init, name), name
+    assert musa_sim.musart() is musa_sim._MUSAC._musart
+    with pytest.raises(lazy_init.MusaError, match=r"out of memory \(2\)"):
+        musa_sim.check_error(2)
+    # torch_musa.device is core.device's context manager; core._lazy_init has its own.
+    assert lazy_init.device is not musa_sim.device and "init" not in vars(musa_sim)
+    assert musa_sim.current_device() == 0
+    with lazy_init.device("musa:1"):
+        assert musa_sim.current_device() == 1
+        with lazy_init.device(0):
+            assert musa_sim.current_device() == 0
+        assert musa_sim.current_device() == 1
+    assert musa_sim.current_device() == 0
+
+
+def test_init_initialises_and_generators_land_on_torch_musa_only():
+    code = """
+        import torch
+        from torchada import _simulator
+        torch_musa = _simulator.activate()
+        from torch_musa.core import _lazy_init
+        print(torch_musa.is_initialized(), hasattr(torch_musa, "default_generators"))
+        _lazy_init.init()
+        print(torch_musa.is_initialized(), len(torch_musa.default_generators))
+        print(_lazy_init.default_generators)
+    """
+    r = run_python(code, env={"TORCHADA_ACTIVE": "0"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["False False", "True 2", "()"]
+
+
+def test_register_deserialization_entries_and_musa_restore(musa_sim):
+    import torch.serialization as ser
+    from torch_musa.core import serialization
+
+    assert musa_sim.register_deserialization is serialization.register_deserialization
+    entries = {priority: (tag, restore) for priority, tag, restore in ser._package_registry}
+    assert entries[999] == (serialization._musa_tag, serialization._musa_deserialize)
+    assert entries[20][1] is serialization._cuda_deserialize  # torch's CUDA tagger is kept
+    # A saved musa tensor comes back on its device (torch's PrivateUse1 entry restores it first).
+    buf = io.BytesIO()
+    torch.save({"w": torch.arange(4.0, device="musa:1")}, buf)
+    buf.seek(0)
+    w = torch.load(buf)["w"]
+    assert w.device == torch.device("musa", 1) and w.tolist() == [0.0, 1.0, 2.0, 3.0]
+    # torch_musa's own restorer, for the locations torch's entry leaves to it.
+    restored = serialization._musa_deserialize(torch.UntypedStorage(8), "musa:1")
+    assert restored.device == torch.device("musa", 1) and restored.nbytes() == 8
+    assert serialization._musa_deserialize(torch.UntypedStorage(8), "cpu") is None
+    with pytest.raises(RuntimeError, match=r"device 5 but torch.musa.device.device_count\(\) is 2"):
+        serialization._musa_deserialize(torch.UntypedStorage(8), "musa:5")
+
+
+def test_cuda_checkpoint_is_refused_with_torch_musas_advice():
+    # Without torchada: torch_musa's replacement of torch's CUDA deserializer answers.
+    code = """
+        import io
+        import torch
+        import torch.serialization as ser
+        from torchada import _simulator
+        _simulator.activate()
+        buf = io.BytesIO()
+        entry = (-1, lambda storage: "cuda:0", lambda storage, location: None)
+        ser._package_registry.insert(0, entry)
+        torch.save(torch.ones(2), buf)
+        ser._package_registry.remove(entry)
+        buf.seek(0)
+        try:
+            torch.load(buf)
+        except RuntimeError as exc:
+            print(exc)
+        buf.seek(0)
+        print(torch.load(buf, map_location="musa:1").device)
+    """
+    r = run_python(code, env={"TORCHADA_ACTIVE": "0"})
+    assert r.returncode == 0, r.stderr
+    refusal, device = r.stdout.splitlines()
+    assert refusal.startswith("Attempting to deserialize object on a CUDA device")
+    assert "please use torch.load with map_location=torch.device('musa')" in refusal
+    assert device == "musa:1"
+
+
+def test_musa_extension_build_constants(musa_sim, monkeypatch):
+    from torch_musa.utils import musa_extension as ext
+
+    monkeypatch.delenv("CXX", raising=False)
+    assert ext.get_cxx_compiler() == "c++"
+    monkeypatch.setenv("CXX", "clang++")
+    assert ext.get_cxx_compiler() == "clang++"
+    lib = os.path.join(os.path.dirname(musa_sim.__file__), "lib")
+    assert ext.TORCH_MUSA_LIB_PATH == lib and os.path.isdir(lib)
+    assert not [f for f in os.listdir(lib) if f.endswith(".so")]  # nothing to link, as it says
+    assert ext.COMMON_MCC_FLAGS == [] and ext.RERUN_CMAKE is False
+    assert ext.SUBPROCESS_DECODE_ARGS == () and ext.install_requires == ["packaging"]
+    assert ext.torch_musa is musa_sim
+
+
+UMM_LOAD = """
+    import io, os
+    import torch
+    from torchada import _simulator
+    torch_musa = _simulator.activate()
+    state = {"w": torch.randn(256, 64), "b": torch.randn(64)}
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    buf.seek(0)
+    before = torch_musa.memory_allocated(0)
+    loaded = torch.load(buf, map_location="musa")
+    assert all(torch.equal(loaded[k].cpu(), state[k]) for k in state)
+    storage = torch.ones(2).untyped_storage()
+    print(os.environ["CPU_UNIFIED_FLAG"], loaded["w"].device,
+          torch_musa.max_memory_allocated(0) - before,
+          storage.to(device="musa:1") is storage)
+"""
+
+
+@pytest.mark.parametrize(
+    "conf,expected",
+    [
+        (None, "False musa:0 65792 False"),
+        ("cpu:unified", "True musa:0 0 True"),
+        ("expandable_segments:True, cpu:unified", "True musa:0 0 True"),
+    ],
+)
+def test_unified_memory_from_the_environment(conf, expected):
+    # With cpu:unified, torch.load onto the device takes no device memory: storages move in place.
+    env = {"TORCHADA_ACTIVE": "0"}
+    if conf is not None:
+        env["PYTORCH_MUSA_ALLOC_CONF"] = conf
+    r = run_python(UMM_LOAD, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [expected]
+
+
+@pytest.mark.parametrize(
+    "conf,unified",
+    [
+        ("cpu::unified", True),
+        ("backend:native,cpu:unified", True),
+        ("cpu:unified:1", False),
+        ("CPU:unified", False),
+        ("", False),
+    ],
+)
+def test_parse_env_for_umm_reads_the_cpu_option(musa_sim, monkeypatch, conf, unified):
+    monkeypatch.setenv("PYTORCH_MUSA_ALLOC_CONF", conf)
+    monkeypatch.setenv("CPU_UNIFIED_FLAG", "True")
+    try:
+        musa_sim.parseEnvForUMM()
+        assert os.environ["CPU_UNIFIED_FLAG"] == str(unified)
+        storage = torch.ones(2).untyped_storage()
+        assert (storage.to(device="musa") is storage) is unified
+    finally:
+        if unified:
+            musa_sim._MUSAC._musa_reset_unified_cpu_allocator()
+        os.environ["CPU_UNIFIED_FLAG"] = "False"
+
+
+def test_use_unified_cpu_allocator_moves_only_managed_memory(musa_sim):
+    pageable = torch.ones(4)
+    with musa_sim.use_unified_cpu_allocator():
+        assert os.environ["CPU_UNIFIED_FLAG"] == "True"
+        managed = torch.arange(4.0).untyped_storage()
+        assert managed.to(device="musa:1") is managed
+        assert managed.device == torch.device("musa", 1)
+        # The hardware would fault on pageable memory handed to the device: refused here.
+        with pytest.raises(RuntimeError, match="pageable host memory, which a MUSA device"):
+            pageable.untyped_storage().to(device="musa")
+        with pytest.raises(RuntimeError, match="MUSA device memory, which the host cannot"):
+            torch.ones(2, device="musa").untyped_storage().edit_device("cpu")
+    assert os.environ["CPU_UNIFIED_FLAG"] == "False"
+    storage = torch.ones(2).untyped_storage()
+    copy = storage.to(device="musa")
+    assert copy is not storage and storage.device.type == "cpu"
+
+
+def test_unified_cpu_allocator_needs_a_device():
+    code = """
+        import torch
+        from torchada import _simulator
+        _simulator.activate()
+        try:
+            torch.ones(2)
+        except RuntimeError as exc:
+            print(exc)
+    """
+    env = {
+        "TORCHADA_ACTIVE": "0",
+        "MUSA_VISIBLE_DEVICES": "",
+        "PYTORCH_MUSA_ALLOC_CONF": "cpu:unified",
+    }
+    r = run_python(code, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == (
+        "MUSA error: no MUSA-capable device is detected (error code 100) from "
+        "musaMallocManaged(&ptr, size, musaMemAttachGlobal)"
+    )

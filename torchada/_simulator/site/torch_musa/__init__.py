@@ -6,6 +6,9 @@ Names torch_musa lacks (``nvtx``, ``CUDAGraph``, ``memory_cached``, ...) are abs
 """
 
 import atexit
+import contextlib
+import os
+import re
 import sys
 import time
 
@@ -22,25 +25,36 @@ import importlib  # noqa: E402
 
 import torch  # noqa: E402
 
+try:
+    from packaging.version import Version
+except ImportError:
+    # Real torch_musa requires packaging; torch vendors the same module, so the simulator runs
+    # without it installed.
+    from torch._vendor.packaging.version import Version
+
 # The simulator's own helpers live outside the torch_musa namespace, which holds only the names
 # real torch_musa has.
 _boards = importlib.import_module("torchada._simulator.boards")
 _state = importlib.import_module("torchada._simulator.state")
 
-# As torch_musa's: torch's version without local or pre-release parts ("2.13.0+cpu" -> "2.13.0").
-TORCH_VERSION = importlib.import_module("re").match(r"\d+(\.\d+)*", torch.__version__).group(0)
+# As torch_musa's: the oldest torch it runs on, and torch's version without local or pre-release
+# parts ("2.13.0+cpu" -> "2.13.0").
+TORCH_MIN_VERSION = Version(_boards.TORCH_MUSA_VERSION)
+TORCH_VERSION = Version(torch.__version__).base_version
 
 # torch_musa refuses a torch older than its own version. It also warns when torch is not exactly
 # 2.7.1; the simulator runs on newer torch on purpose, so that warning is left out.
-if tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:3]) < tuple(
-    int(p) for p in _boards.TORCH_MUSA_VERSION.split(".")
-):
+if Version(TORCH_VERSION) < TORCH_MIN_VERSION:
     raise RuntimeError(
         f"torch_musa {_boards.TORCH_MUSA_VERSION} requires torch >= "
         f"{_boards.TORCH_MUSA_VERSION}, found {torch.__version__}"
     )
 
 torch.utils.rename_privateuse1_backend("musa")
+
+# torch_musa runs on its own build of torch, whose storage `to` moves storages in place under the
+# unified CPU allocator (see parseEnvForUMM); the simulator's torch gets that behaviour here.
+importlib.import_module("torchada._simulator.unified_memory").install()
 
 # Backward on two simulated devices leaves autograd device threads that may drop a Python
 # reference just after interpreter shutdown began, aborting the process now and then
@@ -49,6 +63,8 @@ atexit.register(time.sleep, 0.05)
 
 _state.config = importlib.import_module("torchada._simulator.config").read_config()
 _MUSAC = importlib.import_module("torchada._simulator.musac").load(_state.config)
+# As in torch_musa, this also binds the package to its own name `torch_musa`.
+import torch_musa._MUSAC  # noqa: E402,F401
 
 torch.__setattr__("musa", sys.modules[__name__])
 # torch's device lazy-init imports "torch.<backend>" by name, so the module must be findable there.
@@ -70,12 +86,14 @@ _state.device_properties = [
 ]
 _state.arch_flags = "%d%d" % _state.config.spec["capability"]
 
+# Importing core._lazy_init also sets the legacy storage classes, MusaError and check_error here.
 from .core._lazy_init import (  # noqa: E402,F401
     _initialized,
     _is_in_bad_fork,
     _lazy_call,
     _lazy_init,
     is_initialized,
+    musart,
 )
 from .core.device import Device as device  # noqa: E402,F401
 from .core.device import DeviceOf as device_of  # noqa: E402,F401
@@ -117,6 +135,7 @@ from .core.memory import (  # noqa: E402,F401
 )
 from .core.random import *  # noqa: E402,F401,F403
 from .core.random import fork_rng  # noqa: E402
+from .core.serialization import register_deserialization  # noqa: E402
 from .core.stream import (  # noqa: E402,F401
     Event,
     ExternalStream,
@@ -133,11 +152,14 @@ torch.random.fork_rng = fork_rng
 
 torch.backends.mudnn = importlib.import_module(".core.mudnn", __name__)
 
+register_deserialization()
+
 torch.version.musa = _MUSAC._musa_version
 
-from torchada._simulator.legacy_types import *  # noqa: E402,F401,F403
-
-importlib.import_module(".core.musa", __name__)  # the storage classes' module, as in torch_musa
+# The legacy tensor types; their storages came with core._lazy_init.
+_legacy = importlib.import_module("torchada._simulator.legacy_types")
+globals().update({n: getattr(_legacy, n) for n in _legacy.__all__ if n.endswith("Tensor")})
+del _legacy
 
 from .core import mccl  # noqa: E402,F401
 
@@ -174,23 +196,6 @@ from .musa_graph import (  # noqa: E402,F401
 OutOfMemoryError = torch._C.OutOfMemoryError
 
 
-class MusaError(RuntimeError):
-    def __init__(self, code):
-        # Any code is accepted, known to libmusart or not.
-        msg = _MUSAC._musart.musaGetErrorString(code)
-        super().__init__(f"{msg} ({code})")
-
-
-def check_error(res):
-    if res != _MUSAC._musart.musaError.success:
-        raise MusaError(res)
-
-
-def musart():
-    _lazy_init()
-    return _MUSAC._musart
-
-
 def overwrite_cuda_api():
     # torch_musa points torch.cuda's lazy-init hooks at its own.
     torch.cuda._lazy_init = _lazy_init
@@ -208,21 +213,42 @@ def ipc_collect():
     _lazy_init()
 
 
-@importlib.import_module("contextlib").contextmanager
+from . import distributed, utils  # noqa: E402,F401
+from .utils import BuildExtension, MUSAExtension, musa_extension  # noqa: E402,F401
+
+
+def parseEnvForUMM():
+    """Unified memory for CPU tensors, process-wide, when PYTORCH_MUSA_ALLOC_CONF has the option
+    ``cpu:unified``: CPU tensors then come from managed memory and storages move to the device
+    in place (``storage.to``, ``torch.load(map_location="musa")``). CPU_UNIFIED_FLAG is
+    torch_musa's internal flag for the latter; it is reset to "False" first."""
+    conf = os.getenv("PYTORCH_MUSA_ALLOC_CONF")
+    os.environ["CPU_UNIFIED_FLAG"] = "False"
+    if conf is None:
+        return
+    # Options are separated by commas or blanks, a key from its value by colons.
+    for option in re.split(r"[\s,]+", conf.strip()):
+        if re.split(r"[:]+", option.strip()) == ["cpu", "unified"]:
+            _MUSAC._musa_register_unified_cpu_allocator()
+            os.environ["CPU_UNIFIED_FLAG"] = "True"
+            return
+
+
+parseEnvForUMM()
+
+
+@contextlib.contextmanager
 def use_unified_cpu_allocator():
-    """CPU tensors made inside come from the unified (device-visible) CPU allocator. Simulated
-    devices run on host memory, which every device sees already: only the flag is set, as
-    torch_musa sets it."""
-    os = importlib.import_module("os")
+    """CPU tensors made inside come from the unified CPU allocator (managed memory), and storages
+    move to the device in place, as with PYTORCH_MUSA_ALLOC_CONF=cpu:unified."""
+    _MUSAC._musa_register_unified_cpu_allocator()
     os.environ["CPU_UNIFIED_FLAG"] = "True"
     try:
         yield
     finally:
+        _MUSAC._musa_reset_unified_cpu_allocator()
         os.environ["CPU_UNIFIED_FLAG"] = "False"
 
-
-from . import distributed, utils  # noqa: E402,F401
-from .utils import BuildExtension, MUSAExtension, musa_extension  # noqa: E402,F401
 
 # Inductor's code generator for the musa device, registered when Inductor registers its backends
 # (real torch_musa registers its Triton one at import).

@@ -1,9 +1,33 @@
-"""Lazy initialisation, as torch_musa does it: nothing touches the device until first needed."""
+"""Lazy initialisation, as torch_musa does it: nothing touches the device until first needed.
+
+Also, as in torch_musa, the runtime's Python helpers (``musart``, ``MusaError``, ``check_error``, a
+``device`` context manager) live here and are set onto ``torch_musa`` with the legacy storage
+classes when this module is imported.
+"""
 
 import threading
 import traceback
 
 import torch_musa
+
+from ._utils import _get_musa_device_index
+from .musa import (
+    BFloat16Storage,
+    BoolStorage,
+    ByteStorage,
+    CharStorage,
+    DoubleStorage,
+    FloatStorage,
+    HalfStorage,
+    IntStorage,
+    LongStorage,
+    ShortStorage,
+)
+
+try:
+    from torch_musa._MUSAC import _musart
+except ImportError:
+    _musart = None
 
 _initialized = False
 _tls = threading.local()
@@ -36,6 +60,9 @@ class _LazySeedTracker:
 
 _lazy_seed_tracker = _LazySeedTracker()
 
+# Stays empty: torch_musa's C initialisation sets `default_generators` on torch_musa itself.
+default_generators = ()
+
 
 def is_initialized():
     return _initialized and not _is_in_bad_fork()
@@ -57,6 +84,11 @@ def _lazy_call(callable, **kwargs):
             _queued_calls.append((callable, traceback.format_stack()))
 
 
+def init():
+    """Initialise MUSA now rather than at first use; nothing happens if it already is."""
+    _lazy_init()
+
+
 def _lazy_init():
     global _initialized
     if is_initialized() or hasattr(_tls, "is_initializing"):
@@ -70,6 +102,8 @@ def _lazy_init():
                 "multiprocessing, you must use the 'spawn' start method"
             )
         if not hasattr(torch_musa._MUSAC, "_musa_getDeviceCount"):
+            raise AssertionError("Torch not compiled with MUSA enabled")
+        if _musart is None:
             raise AssertionError(
                 "libmusart functions unavailable. It looks like you have a broken build?"
             )
@@ -101,3 +135,52 @@ def _lazy_init():
         finally:
             delattr(_tls, "is_initializing")
         _initialized = True
+
+
+def musart():
+    """The MUSA runtime module (``torch_musa._MUSAC._musart``), initialising MUSA first."""
+    _lazy_init()
+    return _musart
+
+
+class MusaError(RuntimeError):
+    def __init__(self, code):
+        # Any code is accepted, known to libmusart or not.
+        msg = _musart.musaGetErrorString(code)
+        super().__init__(f"{msg} ({code})")
+
+
+def check_error(res):
+    if res != _musart.musaError.success:
+        raise MusaError(res)
+
+
+class device:
+    """Selects a MUSA device inside a ``with`` block; None or a negative index changes nothing."""
+
+    def __init__(self, device):
+        self.idx = _get_musa_device_index(device, optional=True)
+        self.prev_idx = -1
+
+    def __enter__(self):
+        self.prev_idx = torch_musa._exchange_device(self.idx)
+
+    def __exit__(self, type, value, traceback):
+        torch_musa._exchange_device(self.prev_idx)
+        return False
+
+
+# torch_musa exposes these at the top level by setting them from here, not by importing them.
+torch_musa.DoubleStorage = DoubleStorage
+torch_musa.FloatStorage = FloatStorage
+torch_musa.LongStorage = LongStorage
+torch_musa.IntStorage = IntStorage
+torch_musa.ShortStorage = ShortStorage
+torch_musa.CharStorage = CharStorage
+torch_musa.ByteStorage = ByteStorage
+torch_musa.HalfStorage = HalfStorage
+torch_musa.BoolStorage = BoolStorage
+torch_musa.BFloat16Storage = BFloat16Storage
+torch_musa.musart = musart
+torch_musa.MusaError = MusaError
+torch_musa.check_error = check_error

@@ -1,6 +1,10 @@
+from typing import Union
+
 import torch
 
 import torch_musa
+
+DeviceUnion = Union[torch.device, int, str, None]
 
 
 def _get_musa_device_index(device, optional=False, allow_cpu=False):

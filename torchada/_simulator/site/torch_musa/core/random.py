@@ -9,6 +9,7 @@ import torch_musa
 from torchada._simulator import support as _support
 
 from ._lazy_init import _lazy_call, _lazy_init
+from .device import current_device, device_count  # noqa: F401
 
 __all__ = [
     "get_rng_state",

@@ -1,4 +1,5 @@
-"""UntypedStorage methods torch_musa adds (is_musa, musa, is_cuda answering for musa, IPC)."""
+"""UntypedStorage methods torch_musa adds (is_musa, musa, is_cuda answering for musa, IPC,
+edit_device)."""
 
 import torch
 from torch._utils import _get_async_or_non_blocking
@@ -24,6 +25,11 @@ def _musa(self, device=None, non_blocking=False, **kwargs):
         out = torch.UntypedStorage(self.size(), device=torch.device("musa"))
         out.copy_(self, non_blocking)
         return out
+
+
+def _edit_device(self, device):
+    # The storage keeps its memory and now belongs to `device` (no copy).
+    _MUSAC._edit_device_musa(self, device)
 
 
 @classmethod
@@ -56,3 +62,4 @@ def set_storage_attributes():
     torch.UntypedStorage.is_shared = _is_shared
     torch.UntypedStorage._release_ipc_counter_musa = _release_ipc_counter_musa
     torch.UntypedStorage._release_ipc_counter_cuda = _release_ipc_counter_musa
+    torch.UntypedStorage.edit_device = _edit_device

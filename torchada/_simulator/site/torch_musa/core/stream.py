@@ -9,6 +9,13 @@ from torchada._simulator import support as _support
 
 from ._lazy_init import _lazy_init
 from ._utils import _get_musa_device_index
+from .device import Device
+
+# torch_musa's stream module has the device context manager under the name `device`. Assigned
+# rather than imported under it, so that linters do not read the functions' `device` parameters
+# as redefinitions.
+device = Device
+del Device
 
 
 class Stream(torch_musa._MUSAC._MusaStreamBase):

@@ -31,7 +31,16 @@ import setuptools
 import torch
 from torch.utils import cpp_extension as _cpp
 
+import torch_musa  # noqa: F401
 from torchada._simulator import extension_support as _ext
+
+# What torch_musa decodes subprocess output with: the locale's encoding.
+SUBPROCESS_DECODE_ARGS = ()
+
+
+def get_cxx_compiler():
+    """The host C++ compiler: $CXX, else ``c++``."""
+    return os.environ.get("CXX", "c++")
 
 
 def _find_musa_home() -> str | None:
@@ -49,8 +58,15 @@ def _find_musa_home() -> str | None:
     return home
 
 
+RERUN_CMAKE = False
+install_requires = ["packaging"]
 MUSA_HOME = _find_musa_home()
 MUDNN_HOME = _ext.find_mudnn_home()
+_HERE = os.path.abspath(__file__)
+_TORCH_MUSA_PATH = os.path.dirname(os.path.dirname(_HERE))
+# torch_musa's own shared libraries (libmusa_python, libmusa_kernels) live here. The simulator has
+# none to link: the directory exists and is empty of libraries (see its README.md).
+TORCH_MUSA_LIB_PATH = os.path.join(_TORCH_MUSA_PATH, "lib")
 
 
 def _get_musa_arch_flags(cflags: collections.abc.Sequence[str] | None = None) -> list[str]:
@@ -143,6 +159,11 @@ def MUSAExtension(
 
     kwargs["language"] = "c++"
     return setuptools.Extension(name, sources, *args, **kwargs)
+
+
+# Flags every mcc compilation gets; torch_musa's list is empty (MUSA has half and bfloat16
+# operators, so CUDA's -D__CUDA_NO_HALF_OPERATORS__ family has no counterpart).
+COMMON_MCC_FLAGS = []
 
 
 class BuildExtension(_cpp.BuildExtension):
