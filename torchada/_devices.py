@@ -217,12 +217,7 @@ def _make_python_tensor_to(previous: Callable) -> Callable:
                 if dev is not None:
                     return _call_translated(previous, (self, dev) + args[1:], kwargs, spec, dev)
         if kwargs:
-            spec = kwargs.get("device")
-            if spec is not None:
-                dev = _cuda_to_musa(spec)
-                if dev is not None:
-                    kwargs["device"] = dev
-                    return _call_translated(previous, (self,) + args, kwargs, spec, dev)
+            return _call_with_device_kwarg(previous, (self,) + args, kwargs)
         return previous(self, *args, **kwargs)
 
     to.__doc__ = getattr(previous, "__doc__", None)
@@ -459,15 +454,21 @@ _LIKE_FACTORIES = (
 _NEW_METHODS = ("new_empty", "new_empty_strided", "new_zeros", "new_ones", "new_full", "new_tensor")
 
 
+def _call_with_device_kwarg(fn: Callable, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    """``fn(*args, **kwargs)`` with a CUDA ``device=`` keyword read as the MUSA device."""
+    spec = kwargs.get("device")
+    if spec is not None:
+        dev = _cuda_to_musa(spec)
+        if dev is not None:
+            kwargs["device"] = dev
+            return _call_translated(fn, args, kwargs, spec, dev)
+    return fn(*args, **kwargs)
+
+
 def _wrap_device_kwarg(fn: Callable) -> Callable:
     def wrapper(*args, **kwargs):
         if kwargs:
-            spec = kwargs.get("device")
-            if spec is not None:
-                dev = _cuda_to_musa(spec)
-                if dev is not None:
-                    kwargs["device"] = dev
-                    return _call_translated(fn, args, kwargs, spec, dev)
+            return _call_with_device_kwarg(fn, args, kwargs)
         return fn(*args, **kwargs)
 
     for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
