@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import functools
 import inspect
-import json
 import logging
 import os
 import re
@@ -35,6 +33,7 @@ from ._build import temporary_env, torch_cpp_extension
 from ._fills._warn import warn_once
 
 if TYPE_CHECKING:
+    from ._tables import BuildTable
     from .porting.report import FileReport, TreeReport
 # The porter itself is imported on first use: enabling torchada should not pay for it.
 
@@ -42,7 +41,6 @@ logger = logging.getLogger("torchada")
 
 _torch_cpp = torch_cpp_extension()
 
-_TABLE_PATH = Path(__file__).resolve().parent / "tables" / "cuda_build.json"
 #: Ported copies live in this directory under the build directory.
 PORTED_DIR = "torchada_ported"
 REPORT_NAME = "torchada-port-report"
@@ -54,9 +52,10 @@ _STATE_ATTR = "_torchada_cuda_state"
 _reports: Dict[str, TreeReport] = {}
 
 
-@functools.lru_cache(maxsize=1)
-def _table() -> Dict[str, Any]:
-    return json.loads(_TABLE_PATH.read_text(encoding="utf-8"))
+def _table() -> BuildTable:
+    from . import _tables
+
+    return _tables.load("cuda_build")
 
 
 # ------------------------------------------------------------------ architectures
@@ -67,7 +66,7 @@ _CAPABILITY = re.compile(r"(\d+)\.(\d+)[a-z]?\Z", re.IGNORECASE)
 def _cuda_arch_value(arch: str) -> int:
     """``__CUDA_ARCH__`` of an architecture: ``sm_86``/``compute_86``/``8.6``/``86`` -> 860."""
     text = arch.strip()
-    named = _table()["named_archs"].get(text.split("+", 1)[0])
+    named = _table().named_archs.get(text.split("+", 1)[0])
     if named is not None:
         text = named
     text = re.sub(r"\+(PTX|Tegra)\Z", "", text, flags=re.IGNORECASE)
@@ -145,9 +144,9 @@ def translate_nvcc_flags(flags: Optional[Sequence[str]]) -> List[str]:
     ``--offload-arch=mp_XX``, the options listed in cuda_build.json are respelled or dropped, and
     everything else is kept. Returns a new list."""
     table = _table()
-    arch_options = table["arch_options"]
-    valued = [r for r in table["nvcc_flags"] if r.get("value")]
-    plain = {r["nvcc"]: r for r in table["nvcc_flags"] if not r.get("value")}
+    arch_options = table.arch_options
+    valued = [r for r in table.nvcc_flags if r.value]
+    plain = {r.nvcc: r for r in table.nvcc_flags if not r.value}
     items = [str(f) for f in (flags or ())]
     out: List[str] = []
     archs: List[str] = []
@@ -165,24 +164,24 @@ def translate_nvcc_flags(flags: Optional[Sequence[str]]) -> List[str]:
                 if arch is not None and arch not in archs:
                     archs.append(arch)
             continue
-        found = _option(items, i, [r["nvcc"] for r in valued])
+        found = _option(items, i, [r.nvcc for r in valued])
         if found is not None:
             name, value, i = found
-            rule = next(r for r in valued if r["nvcc"] == name)
-            if rule["mcc"] == "@value":
+            rule = next(r for r in valued if r.nvcc == name)
+            if rule.mcc == "@value":
                 out.extend(v.strip() for v in value.split(",") if v.strip())
-            elif rule["mcc"] is not None:
-                out.append(rule["mcc"])
+            elif rule.mcc is not None:
+                out.append(rule.mcc)
             else:
-                logger.debug("nvcc option %s %s dropped: %s", name, value, rule.get("note", ""))
+                logger.debug("nvcc option %s %s dropped: %s", name, value, rule.note)
             continue
         rule = plain.get(items[i])
         if rule is None:
             out.append(items[i])
-        elif rule["mcc"] is not None:
-            out.append(rule["mcc"])
+        elif rule.mcc is not None:
+            out.append(rule.mcc)
         else:
-            logger.debug("nvcc option %s dropped: %s", items[i], rule.get("note", ""))
+            logger.debug("nvcc option %s dropped: %s", items[i], rule.note)
         i += 1
     if arch_at is not None:
         out[arch_at:arch_at] = [f"--offload-arch=mp_{arch}" for arch in archs]
@@ -190,8 +189,8 @@ def translate_nvcc_flags(flags: Optional[Sequence[str]]) -> List[str]:
 
 
 def _musa_library(name: str) -> Optional[str]:
-    entry = _table()["libraries"].get(name)
-    return name if entry is None else entry["musa"]
+    entry = _table().libraries.get(name)
+    return name if entry is None else entry.musa
 
 
 def translate_libraries(libraries: Optional[Sequence[str]]) -> List[str]:
@@ -237,7 +236,7 @@ def translate_compile_args(
         return None
     if not isinstance(args, dict):
         return [str(f) for f in args]
-    keys = _table()["compile_arg_keys"]
+    keys = _table().compile_arg_keys
     out: Dict[str, List[str]] = {}
     for key, flags in args.items():
         if key in keys:
@@ -480,7 +479,7 @@ def _musa_library_dir() -> Optional[str]:
 
 
 def _links_musa_library(libraries: Sequence[str]) -> bool:
-    musa = {e["musa"] for e in _table()["libraries"].values() if e["musa"]}
+    musa = {e.musa for e in _table().libraries.values() if e.musa}
     return any(lib in musa for lib in libraries)
 
 
@@ -531,7 +530,7 @@ def _is_cuda_extension(ext: Any) -> bool:
     if any(os.path.splitext(str(s))[1] in _CUDA_SUFFIXES for s in ext.sources or ()):
         return True
     args = ext.extra_compile_args
-    return isinstance(args, dict) and any(k in _table()["compile_arg_keys"] for k in args)
+    return isinstance(args, dict) and any(k in _table().compile_arg_keys for k in args)
 
 
 def _setup_path(path: str) -> str:

@@ -39,14 +39,14 @@ def forwarded(cuda_name: str = "libcudart") -> List[str]:
         >>> "cudaMalloc" in forwarded("libcudart")
         True
     """
-    for _, rule in _ctypes._rules()[0]:
-        if rule["cuda"] == cuda_name:
-            return list(rule.get("forwarded", ()))
+    for _, rule in _ctypes._rules():
+        if rule.cuda == cuda_name:
+            return list(rule.forwarded)
     raise KeyError(f"{cuda_name!r} is not a CUDA library in tables/ctypes_libraries.json")
 
 
 def _source(cuda_name: str) -> str:
-    rule = next(r for _, r in _ctypes._rules()[0] if r["cuda"] == cuda_name)
+    rule = next(r for _, r in _ctypes._rules() if r.cuda == cuda_name)
     entries = " ".join(
         f"X({i}, {name}, {_ctypes._symbol(rule, name)})"
         for i, name in enumerate(forwarded(cuda_name))

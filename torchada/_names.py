@@ -15,8 +15,7 @@ from typing import Dict
 def _prefixes() -> Dict[str, str]:
     from ._ctypes import _rules
 
-    _, data = _rules()
-    return {cuda: musa for lib in data["libraries"] for cuda, musa in lib["symbols"]}
+    return {cuda: musa for _, lib in _rules() for cuda, musa in lib.symbols}
 
 
 def _rewrite(name: str, prefix: str) -> str:
