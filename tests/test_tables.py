@@ -130,3 +130,65 @@ def test_the_redirect_registry_is_checked_when_loaded(tmp_path, monkeypatch):
         monkeypatch.undo()
         _tables._load.cache_clear()
         _redirect.load_table.cache_clear()
+
+
+# ------------------------------------------------------------------ re-exports
+def _raw(name: str) -> dict:
+    return json.loads((_tables.TABLES_DIR / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def test_each_redirect_rule_is_written_once():
+    # A name that two modules share is written in one and re-exported by the other.
+    raw = _raw("torch_cuda")["modules"]
+    written = {}
+    for module, spec in raw.items():
+        for name, rule in spec["names"].items():
+            key = (name, json.dumps(rule, sort_keys=True))
+            assert key not in written, f"{name} is written in {written.get(key)} and {module}"
+            written[key] = module
+
+
+def test_reexported_names_take_their_homes_rule():
+    modules = _tables.load("torch_cuda").modules
+    cuda = modules["torch.cuda"]
+    assert set(cuda.reexports) == {"torch.cuda.memory", "torch.cuda.graphs"}
+    count = 0
+    for home, names in cuda.reexports.items():
+        for name in names:
+            assert cuda.names[name] is modules[home].names[name]
+            count += 1
+    assert count == 17
+    assert cuda.names["CUDAGraph"].to == "MUSAGraph"
+    assert (
+        cuda.names["caching_allocator_alloc"].impl == "torchada._fills.cuda:caching_allocator_alloc"
+    )
+
+
+@pytest.mark.parametrize(
+    "change, field, problem",
+    [
+        (
+            lambda d: d["modules"]["torch.cuda"]["reexports"]["torch.cuda.graphs"].append("nope"),
+            'reexports["torch.cuda.graphs"][3]',
+            "torch.cuda.graphs declares no rule for 'nope'",
+        ),
+        (
+            lambda d: d["modules"]["torch.cuda"]["reexports"].update({"torch.cuda.nowhere": []}),
+            'reexports["torch.cuda.nowhere"]',
+            "is not another module of this table",
+        ),
+        (
+            lambda d: d["modules"]["torch.cuda"]["names"].update(
+                graph={"kind": "original", "note": "twice"}
+            ),
+            'reexports["torch.cuda.graphs"][1]',
+            "'graph' has a rule of its own in torch.cuda",
+        ),
+    ],
+)
+def test_a_bad_reexport_fails_at_load(tmp_path, change, field, problem):
+    path = _copy(tmp_path, "torch_cuda", change)
+    with pytest.raises(TableError) as info:
+        _tables.load_file(path, "torch_cuda")
+    assert (info.value.entry, info.value.field) == ('modules["torch.cuda"]', field)
+    assert problem in str(info.value)

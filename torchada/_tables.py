@@ -307,7 +307,9 @@ class ModuleSpec(Row):
     ``target``: the MUSA module it resolves to, ``"@original"`` (torch's own module with the
     listed overrides) or None (unsupported as a whole, see ``unsupported``). ``reexports`` maps
     another module of the same table to names whose rules live there (``torch.cuda`` re-exports
-    ``torch.cuda.memory``'s, as torch does); once loaded, ``names`` holds them too.
+    ``torch.cuda.memory``'s, as torch does); once loaded, ``names`` holds them too, and each
+    applies in the re-exporting module as one of its own (a rename finds its new name on this
+    module's target).
     """
 
     target: Optional[str] = column(_optional(_name))
