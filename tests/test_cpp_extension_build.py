@@ -70,6 +70,7 @@ def ext_cache() -> Path:
     inputs += [
         REPO / "torchada" / "_cpp_extension.py",
         REPO / "torchada" / "tables" / "cuda_build.json",
+        REPO / "torchada" / "tables" / "libraries.json",
     ]
     path = cache_root() / "test-cpp-extension" / build_key(inputs, torch.__version__)
     path.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,8 @@ torch signatures. Their sources go through :mod:`torchada.porting` into a build 
 place: ``build/torchada_ported/<extension>/`` for setup.py builds, ``<build dir>/torchada_ported/``
 for ``load()``. Build settings are translated through ``tables/cuda_build.json``: nvcc flags (the
 ``nvcc`` key becomes ``mcc``), architecture flags and ``TORCH_CUDA_ARCH_LIST`` (through the
-porter's threshold rows), and CUDA library names. Arguments the caller passed are never modified.
+porter's threshold rows), and CUDA library names (through ``tables/libraries.json``). Arguments
+the caller passed are never modified.
 docs/extensions.md describes what is translated and where the porter's report is.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import inspect
 import logging
 import os
@@ -188,9 +190,21 @@ def translate_nvcc_flags(flags: Optional[Sequence[str]]) -> List[str]:
     return out
 
 
+@functools.lru_cache(maxsize=1)
+def _link_names() -> Dict[str, Optional[str]]:
+    from . import _tables
+
+    return _tables.load("libraries").link_names()
+
+
 def _musa_library(name: str) -> Optional[str]:
-    entry = _table().libraries.get(name)
-    return name if entry is None else entry.musa
+    """The MUSA link name for ``name``: None where MUSA drops it, ``name`` for other libraries."""
+    return _link_names().get(name, name)
+
+
+def _runtime_library() -> str:
+    """The MUSA runtime's link name (``musart``), which ported code calling the runtime needs."""
+    return str(_musa_library("cudart"))
 
 
 def translate_libraries(libraries: Optional[Sequence[str]]) -> List[str]:
@@ -479,7 +493,7 @@ def _musa_library_dir() -> Optional[str]:
 
 
 def _links_musa_library(libraries: Sequence[str]) -> bool:
-    musa = {e.musa for e in _table().libraries.values() if e.musa}
+    musa = {m for m in _link_names().values() if m}
     return any(lib in musa for lib in libraries)
 
 
@@ -572,8 +586,9 @@ class BuildExtension(_me.BuildExtension):
         ext.libraries = list(state.libraries)
         ext.library_dirs = list(state.library_dirs)
         ext.runtime_library_dirs = list(state.runtime_library_dirs)
-        if ported.needs_runtime(out) and "musart" not in ext.libraries:
-            ext.libraries.append("musart")
+        runtime = _runtime_library()
+        if ported.needs_runtime(out) and runtime not in ext.libraries:
+            ext.libraries.append(runtime)
         if _links_musa_library(ext.libraries):
             # Where the MUSA libraries are (the simulator's own build of them, or $MUSA_HOME/lib).
             lib_dir = _musa_library_dir()
@@ -600,8 +615,9 @@ def _musa_ldflags(ported: _Ported, out: Path, ldflags: List[str]) -> List[str]:
     """``ldflags`` plus libmusart when the ported code calls the runtime, and the directory of the
     MUSA libraries when any is linked."""
     flags = list(ldflags)
-    if ported.needs_runtime(out) and "-lmusart" not in flags:
-        flags.append("-lmusart")
+    runtime = "-l" + _runtime_library()
+    if ported.needs_runtime(out) and runtime not in flags:
+        flags.append(runtime)
     libraries = [f[2:] for f in flags if f.startswith("-l")]
     libraries += [b for a, b in zip(flags, flags[1:]) if a == "-l"]
     lib_dir = _musa_library_dir() if _links_musa_library(libraries) else None

@@ -3,7 +3,7 @@
 ``ctypes.CDLL("libcudart.so.12")`` loads ``libmusart.so`` and its functions answer to CUDA names
 (``lib.cudaMalloc`` is ``musaMalloc``); ``ctypes.util.find_library("cudart")`` finds the MUSA
 runtime. Any other library is loaded by ctypes itself and returned as the very same type, with no
-wrapper. The rules are data: tables/ctypes_libraries.json.
+wrapper. The rules are data: the rows of tables/libraries.json marked "ctypes".
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import os
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from ._tables import CtypesLibrary
+from ._tables import Library
 
 _RealCDLL = _ctypes.CDLL
 _RealPyDLL = _ctypes.PyDLL
@@ -23,19 +23,20 @@ _real_find_library = _ctypes_util.find_library
 
 
 @functools.lru_cache(maxsize=1)
-def _rules() -> List[Tuple["re.Pattern[str]", CtypesLibrary]]:
+def _rules() -> List[Tuple["re.Pattern[str]", Library]]:
     from . import _tables
 
-    return [(re.compile(r.match), r) for r in _tables.load("ctypes_libraries").libraries]
+    rows = _tables.load("libraries").libraries
+    return [(re.compile(r.file_pattern), r) for r in rows if r.ctypes]
 
 
 @functools.lru_cache(maxsize=1)
-def _musa_rules() -> List[Tuple["re.Pattern[str]", CtypesLibrary]]:
+def _musa_rules() -> List[Tuple["re.Pattern[str]", Library]]:
     # The other direction, from the same rows: a MUSA library opened by its own name or path
     # (libmusart.so, /opt/musa/lib/libmccl.so.2) answers the CUDA names of its functions.
     out = []
     for _, rule in _rules():
-        stem = rule.musa.split(".so")[0]
+        stem = rule.musa_file.split(".so")[0]
         out.append((re.compile(re.escape(stem) + r"(\.so(\.\d+)*)?"), rule))
     return out
 
@@ -83,7 +84,7 @@ def _musa_path(directory: Optional[str], target: str) -> str:
     return target  # let the dynamic loader search for it
 
 
-def map_library(name: "str | None") -> Tuple["str | None", Optional[CtypesLibrary]]:
+def map_library(name: "str | None") -> Tuple["str | None", Optional[Library]]:
     """``(path to load, rule)`` for a library name or path; the rule is None when it is neither a
     CUDA library nor a MUSA one (then the path is returned unchanged). A MUSA library keeps its
     path and gets the rule that lets it answer CUDA function names."""
@@ -91,12 +92,12 @@ def map_library(name: "str | None") -> Tuple["str | None", Optional[CtypesLibrar
         return name, None
     kind, rule = _classify(os.path.basename(str(name)))
     if kind == "cuda":
-        return _musa_path(musa_library_dir(), rule.musa), rule
+        return _musa_path(musa_library_dir(), rule.musa_file), rule
     return name, rule
 
 
 @functools.lru_cache(maxsize=256)
-def _classify(base: str) -> Tuple[Optional[str], Optional[CtypesLibrary]]:
+def _classify(base: str) -> Tuple[Optional[str], Optional[Library]]:
     """("musa" or "cuda", rule) for a library file name, (None, None) for any other."""
     for pattern, rule in _musa_rules():
         if pattern.fullmatch(base):
@@ -115,7 +116,7 @@ def _porting_rules(domain: str) -> Dict[str, Any]:
     return {r.cuda: r for r in load_rules().domains.get(domain, ())}
 
 
-def _symbol(rule: CtypesLibrary, name: str) -> str:
+def _symbol(rule: Library, name: str) -> str:
     """The MUSA function name for ``name``: the porter's rule for it where there is one (renames
     that are not a prefix swap; functions MUSA lacks raise AttributeError with the reason), else
     the row's prefix swap."""
@@ -125,7 +126,7 @@ def _symbol(rule: CtypesLibrary, name: str) -> str:
         if ported is not None:
             if ported.kind == "unsupported":
                 raise AttributeError(
-                    f"{name} has no MUSA counterpart in {rule.musa}: {ported.note}"
+                    f"{name} has no MUSA counterpart in {rule.musa_file}: {ported.note}"
                 )
             if ported.kind == "rename":
                 return ported.musa
@@ -163,7 +164,7 @@ class _MusaLibrary(_RealCDLL):
     """A MUSA library, reached under its CUDA name or its own: functions answer to their CUDA
     names too."""
 
-    _torchada_rule: Optional[CtypesLibrary] = None
+    _torchada_rule: Optional[Library] = None
     _torchada_cuda_name = ""
 
     def __getitem__(self, name_or_ordinal: Any) -> Any:
@@ -253,7 +254,7 @@ def find_library(name: str) -> Optional[str]:
     path, _ = map_library(f"lib{name}.so")
     if path and os.path.isabs(path):
         return path
-    return _real_find_library(rule.musa[3:].split(".so")[0])
+    return _real_find_library(str(rule.musa))
 
 
 def install(patcher: Any) -> None:

@@ -1,8 +1,8 @@
 """CUDA library function names and their MUSA counterparts, for code that builds names itself.
 
-The prefixes come from the one library table (tables/ctypes_libraries.json, which also drives the
-ctypes translation): a name that starts with the CUDA prefix gets the MUSA one, any other name is
-returned unchanged, as in the published torchada.
+The prefixes come from the one library table (tables/libraries.json, whose "ctypes" rows also
+drive the ctypes translation): a name that starts with the CUDA prefix gets the MUSA one, any
+other name is returned unchanged, as in the published torchada.
 """
 
 from __future__ import annotations

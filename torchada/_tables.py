@@ -438,44 +438,101 @@ class NvccFlag(Row):
 
 
 @dataclass(frozen=True)
-class BuildLibrary(Row):
-    musa: Optional[str] = column(_optional(_name))
-    note: str = column(_STR, "")
-
-
-@dataclass(frozen=True)
 class BuildTable(Row):
     """How a CUDA extension's build settings become a torch_musa extension's (cuda_build.json)."""
 
     doc: str = column(_STR, key="_doc")
-    libraries: Mapping[str, BuildLibrary] = column(_mapping_of(_row(BuildLibrary)))
     compile_arg_keys: Mapping[str, str] = column(_mapping_of(_name))
     nvcc_flags: Tuple[NvccFlag, ...] = column(_list_of(_row(NvccFlag)))
     arch_options: Tuple[str, ...] = column(_list_of(_name))
     named_archs: Mapping[str, str] = column(_mapping_of(_name))
 
 
-# ------------------------------------------------------------------ ctypes libraries
-@dataclass(frozen=True)
-class CtypesLibrary(Row):
-    """A CUDA shared library and the MUSA library that answers for it (ctypes_libraries.json)."""
+# ------------------------------------------------------------------ libraries
+_LINK_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
-    cuda: str = column(_name)
-    match: str = column(_regex)
-    musa: str = column(_name)
-    symbols: Tuple[Tuple[str, str], ...] = column(_list_of(_list_of(_name, length=2)))
+
+def _link_name(value: Any, at: _At) -> str:
+    if not isinstance(value, str) or not _LINK_NAME.match(value):
+        raise at.error(f"must be a library name as -l takes it (cudart), not {json.dumps(value)}")
+    return value
+
+
+@dataclass(frozen=True)
+class Library(Row):
+    """A CUDA library and its MUSA counterpart (libraries.json): the one source of library names
+    for ctypes, the build-setting translation and the porter's header renames."""
+
+    cuda: str = column(_link_name)
+    musa: Optional[str] = column(_optional(_link_name))
+    aliases: Tuple[str, ...] = column(_list_of(_link_name), ())
     porting: Optional[str] = column(_optional(_name), None)
+    header: bool = column(_BOOL, False)
+    ctypes: bool = column(_BOOL, False)
+    symbols: Tuple[Tuple[str, str], ...] = column(_list_of(_list_of(_name, length=2)), ())
     forwarded: Tuple[str, ...] = column(_list_of(_name), ())
+    note: str = column(_STR, "")
 
     @classmethod
     def _label(cls, raw: Mapping[str, Any]) -> str:
         return str(raw.get("cuda", ""))
 
+    def _check(self, at: _At) -> "Library":
+        if self.musa is None:
+            _only_with(self, at, ("cuda", "musa", "aliases", "note"), "by a library MUSA drops")
+        if not self.ctypes:
+            _only_with(self, at, ("cuda", "musa", "aliases", "porting", "header", "note"),
+                       "unless 'ctypes' is true")  # fmt: skip
+        else:
+            _require(self, at, ("symbols",), "ctypes maps function names by it")
+        return self
+
+    @property
+    def cuda_file(self) -> str:
+        """The CUDA library's file name without suffix: ``libcudart``."""
+        return f"lib{self.cuda}"
+
+    @property
+    def musa_file(self) -> str:
+        """The MUSA library's file name: ``libmusart.so``."""
+        return f"lib{self.musa}.so"
+
+    @property
+    def file_pattern(self) -> str:
+        """A regular expression for the CUDA library's file names: ``libcudart.so.12`` and
+        versions, ``libcudart``."""
+        return re.escape(self.cuda_file) + r"(\.so(\.\d+)*)?"
+
 
 @dataclass(frozen=True)
-class CtypesLibraryTable(Row):
+class LibraryTable(Row):
     doc: str = column(_STR, key="_doc")
-    libraries: Tuple[CtypesLibrary, ...] = column(_list_of(_row(CtypesLibrary)))
+    libraries: Tuple[Library, ...] = column(_list_of(_row(Library)))
+
+    def _check(self, at: _At) -> "LibraryTable":
+        seen: Dict[str, str] = {}
+        for i, lib in enumerate(self.libraries):
+            for name in (lib.cuda,) + lib.aliases:
+                if name in seen:
+                    where = at.child("libraries").index(i).as_entry()
+                    raise where.error(f"{name!r} is already a name of library {seen[name]!r}")
+                seen[name] = lib.cuda
+        return self
+
+    def link_names(self) -> Dict[str, Optional[str]]:
+        """CUDA link name (and alias) -> MUSA link name, None where MUSA drops it."""
+        return {name: lib.musa for lib in self.libraries for name in (lib.cuda,) + lib.aliases}
+
+    def musa_name(self, cuda: str) -> Optional[str]:
+        """The MUSA link name of CUDA library ``cuda`` (``"cudart"`` -> ``"musart"``)."""
+        names = self.link_names()
+        if cuda not in names:
+            raise KeyError(f"{cuda!r} is not a CUDA library in torchada/tables/libraries.json")
+        return names[cuda]
+
+    def header_renames(self) -> List[Tuple[str, str]]:
+        """``(<cuda>.h, <musa>.h)`` for each library whose main header is named after it."""
+        return [(f"{lib.cuda}.h", f"{lib.musa}.h") for lib in self.libraries if lib.header]
 
 
 # ------------------------------------------------------------------ loading
@@ -488,7 +545,7 @@ SCHEMAS: Dict[str, Type[Row]] = {
     "switches": SwitchTable,
     "cuda_device_params": DeviceParamTable,
     "cuda_build": BuildTable,
-    "ctypes_libraries": CtypesLibraryTable,
+    "libraries": LibraryTable,
 }
 
 
