@@ -39,16 +39,15 @@ def test_only_the_ctypes_rows_are_loaded_through_ctypes():
             assert _ctypes._classify(f"lib{lib.cuda}.so") == (None, None)
 
 
-@pytest.mark.usefixtures("torchada_on")
 def test_build_settings_translate_every_name_of_the_table():
-    from torchada._cpp_extension import _runtime_library, translate_ldflags, translate_libraries
+    from torchada._build_settings import runtime_library, translate_ldflags, translate_libraries
 
     for lib in LIBRARIES:
         names = [lib.cuda, *lib.aliases]
         expected = [] if lib.musa is None else [lib.musa] * len(names)
         assert translate_libraries(names) == expected
         assert translate_ldflags([f"-l{n}" for n in names]) == [f"-l{m}" for m in expected]
-    assert _runtime_library() == _tables.load("libraries").musa_name("cudart") == "musart"
+    assert runtime_library() == _tables.load("libraries").musa_name("cudart") == "musart"
 
 
 def test_the_porter_renames_each_librarys_main_header():
