@@ -69,7 +69,10 @@ def ext_cache() -> Path:
     inputs += sorted(p for p in HEADERS.rglob("*") if p.is_file())
     inputs += [
         REPO / "torchada" / "_cpp_extension.py",
+        REPO / "torchada" / "_build_settings.py",
+        REPO / "torchada" / "_build_porting.py",
         REPO / "torchada" / "tables" / "cuda_build.json",
+        REPO / "torchada" / "tables" / "libraries.json",
     ]
     path = cache_root() / "test-cpp-extension" / build_key(inputs, torch.__version__)
     path.mkdir(parents=True, exist_ok=True)

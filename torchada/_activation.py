@@ -206,9 +206,10 @@ def _patch_musa_initialized(torch_musa: Any) -> None:
         traceback.format_stack = format_stack
 
 
-def preload(spec: Dict[str, Any]) -> List[str]:
+def preload(spec: Any) -> List[str]:
     """Modules to import before the proxies stand in: the table's "preload", by default every
-    module that fills one of its names."""
+    module that fills one of its names. ``spec`` is a module table's entry (a
+    :class:`torchada._tables.ModuleSpec`, or the JSON object it is read from)."""
     if "preload" in spec:
         return list(spec["preload"])
     modules = {e["impl"].partition(":")[0] for e in spec["names"].values() if "impl" in e}

@@ -3,7 +3,7 @@
 ``ctypes.CDLL("libcudart.so.12")`` loads ``libmusart.so`` and its functions answer to CUDA names
 (``lib.cudaMalloc`` is ``musaMalloc``); ``ctypes.util.find_library("cudart")`` finds the MUSA
 runtime. Any other library is loaded by ctypes itself and returned as the very same type, with no
-wrapper. The rules are data: tables/ctypes_libraries.json.
+wrapper. The rules are data: the rows of tables/libraries.json marked "ctypes".
 """
 
 from __future__ import annotations
@@ -11,32 +11,32 @@ from __future__ import annotations
 import ctypes as _ctypes
 import ctypes.util as _ctypes_util
 import functools
-import json
 import os
 import re
-from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-_TABLE_PATH = Path(__file__).resolve().parent / "tables" / "ctypes_libraries.json"
+from ._tables import Library
+
 _RealCDLL = _ctypes.CDLL
 _RealPyDLL = _ctypes.PyDLL
 _real_find_library = _ctypes_util.find_library
 
 
 @functools.lru_cache(maxsize=1)
-def _rules() -> Tuple[list, Dict[str, Any]]:
-    data = json.loads(_TABLE_PATH.read_text(encoding="utf-8"))
-    libs = [(re.compile(r["match"]), r) for r in data["libraries"]]
-    return libs, data
+def _rules() -> List[Tuple["re.Pattern[str]", Library]]:
+    from . import _tables
+
+    rows = _tables.load("libraries").libraries
+    return [(re.compile(r.file_pattern), r) for r in rows if r.ctypes]
 
 
 @functools.lru_cache(maxsize=1)
-def _musa_rules() -> list:
+def _musa_rules() -> List[Tuple["re.Pattern[str]", Library]]:
     # The other direction, from the same rows: a MUSA library opened by its own name or path
     # (libmusart.so, /opt/musa/lib/libmccl.so.2) answers the CUDA names of its functions.
     out = []
-    for _, rule in _rules()[0]:
-        stem = rule["musa"].split(".so")[0]
+    for _, rule in _rules():
+        stem = rule.musa_file.split(".so")[0]
         out.append((re.compile(re.escape(stem) + r"(\.so(\.\d+)*)?"), rule))
     return out
 
@@ -84,7 +84,7 @@ def _musa_path(directory: Optional[str], target: str) -> str:
     return target  # let the dynamic loader search for it
 
 
-def map_library(name: "str | None") -> Tuple["str | None", Optional[Dict[str, Any]]]:
+def map_library(name: "str | None") -> Tuple["str | None", Optional[Library]]:
     """``(path to load, rule)`` for a library name or path; the rule is None when it is neither a
     CUDA library nor a MUSA one (then the path is returned unchanged). A MUSA library keeps its
     path and gets the rule that lets it answer CUDA function names."""
@@ -92,17 +92,17 @@ def map_library(name: "str | None") -> Tuple["str | None", Optional[Dict[str, An
         return name, None
     kind, rule = _classify(os.path.basename(str(name)))
     if kind == "cuda":
-        return _musa_path(musa_library_dir(), rule["musa"]), rule
+        return _musa_path(musa_library_dir(), rule.musa_file), rule
     return name, rule
 
 
 @functools.lru_cache(maxsize=256)
-def _classify(base: str) -> Tuple[Optional[str], Optional[Dict[str, Any]]]:
+def _classify(base: str) -> Tuple[Optional[str], Optional[Library]]:
     """("musa" or "cuda", rule) for a library file name, (None, None) for any other."""
     for pattern, rule in _musa_rules():
         if pattern.fullmatch(base):
             return "musa", rule
-    for pattern, rule in _rules()[0]:
+    for pattern, rule in _rules():
         if pattern.fullmatch(base):
             return "cuda", rule
     return None, None
@@ -116,21 +116,21 @@ def _porting_rules(domain: str) -> Dict[str, Any]:
     return {r.cuda: r for r in load_rules().domains.get(domain, ())}
 
 
-def _symbol(rule: Dict[str, Any], name: str) -> str:
+def _symbol(rule: Library, name: str) -> str:
     """The MUSA function name for ``name``: the porter's rule for it where there is one (renames
     that are not a prefix swap; functions MUSA lacks raise AttributeError with the reason), else
     the row's prefix swap."""
-    domain = rule.get("porting")
+    domain = rule.porting
     if domain and name[:1].islower():
         ported = _porting_rules(domain).get(name)
         if ported is not None:
             if ported.kind == "unsupported":
                 raise AttributeError(
-                    f"{name} has no MUSA counterpart in {rule['musa']}: {ported.note}"
+                    f"{name} has no MUSA counterpart in {rule.musa_file}: {ported.note}"
                 )
             if ported.kind == "rename":
                 return ported.musa
-    for cuda_prefix, musa_prefix in rule["symbols"]:
+    for cuda_prefix, musa_prefix in rule.symbols:
         if name.startswith(cuda_prefix):
             return musa_prefix + name[len(cuda_prefix) :]
     return name
@@ -164,7 +164,7 @@ class _MusaLibrary(_RealCDLL):
     """A MUSA library, reached under its CUDA name or its own: functions answer to their CUDA
     names too."""
 
-    _torchada_rule: Dict[str, Any] = {}
+    _torchada_rule: Optional[Library] = None
     _torchada_cuda_name = ""
 
     def __getitem__(self, name_or_ordinal: Any) -> Any:
@@ -254,7 +254,7 @@ def find_library(name: str) -> Optional[str]:
     path, _ = map_library(f"lib{name}.so")
     if path and os.path.isabs(path):
         return path
-    return _real_find_library(rule["musa"][3:].split(".so")[0])
+    return _real_find_library(str(rule.musa))
 
 
 def install(patcher: Any) -> None:

@@ -21,22 +21,20 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
-import json
-from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import _devices
 
-TABLE = Path(__file__).resolve().parent / "tables" / "cuda_device_params.json"
 # Parameters whose name says "device" but that are not one (a compute capability, a flag).
 _NOT_DEVICES = {"device_cc", "device_type", "insert_device_ordinal", "deviceid"}
 MODULES = ("torch.cuda", "torch.cuda.memory", "torch.cuda.random", "torch.cuda.streams")
 
 
-@functools.lru_cache(maxsize=1)
 def table() -> Dict[str, Dict[str, List[str]]]:
-    with open(TABLE, encoding="utf-8") as fh:
-        return json.load(fh)["modules"]
+    """module -> function or class -> its device parameters, from tables/cuda_device_params.json."""
+    from . import _tables
+
+    return _tables.load("cuda_device_params").modules
 
 
 def _signature(obj: Any) -> Optional[inspect.Signature]:

@@ -27,25 +27,25 @@ def render_cuda_table() -> str:
     ]
     for module_name, spec in load_table().items():
         target = {None: "(none)", "@original": "its own module, with overrides"}.get(
-            spec["target"], spec["target"]
+            spec.target, spec.target
         )
         lines += [f"## `{module_name}` → `{target}`", ""]
-        if spec.get("unsupported"):
-            why, instead = spec["unsupported"]
+        if spec.unsupported:
+            why, instead = spec.unsupported
             lines += [f"Unsupported as a whole: {why}. Instead, {instead}.", ""]
-        if not spec["names"]:
+        if not spec.names:
             continue
         lines += ["| name | on MUSA | details |", "|---|---|---|"]
-        for name, entry in sorted(spec["names"].items()):
-            kind = entry["kind"]
+        for name, entry in sorted(spec.names.items()):
+            kind = entry.kind
             if kind == "renamed":
-                detail = f"`{entry['to']}`" + (f" ({entry['note']})" if entry.get("note") else "")
+                detail = f"`{entry.to}`" + (f" ({entry.note})" if entry.note else "")
             elif kind == "unsupported":
-                detail = f"{entry['why']}; instead, {entry['instead']}"
+                detail = f"{entry.why}; instead, {entry.instead}"
             elif kind == "submodule":
-                detail = f"`{entry['module']}`"
+                detail = f"`{entry.module}`"
             else:
-                detail = entry.get("note", "")
+                detail = entry.note
             lines.append(f"| `{name}` | {KIND_WORDS[kind]} | {detail} |")
         lines.append("")
     return "\n".join(lines)

@@ -13,9 +13,7 @@ from ._env import flag, switches
 OVERRIDE_OFF_PREFIX = "TORCHADA_DISABLE_OP_OVERRIDE_"
 
 # What doctor prints: every declared switch (tables/switches.json) and what else decides devices.
-SWITCHES = tuple(
-    s["name"] for s in switches() if "<" not in s["name"] and not s.get("internal")
-) + (
+SWITCHES = tuple(s.name for s in switches() if "<" not in s.name and not s.internal) + (
     "CUDA_VISIBLE_DEVICES",
     "MUSA_HOME",
     "TORCH_DEVICE_BACKEND_AUTOLOAD",

@@ -8,10 +8,11 @@ and a warning naming the variable and the accepted values is given once per proc
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence, Set, Tuple
+
+if TYPE_CHECKING:
+    from ._tables import Switch
 
 ON = frozenset(("1", "true", "yes", "on"))
 OFF = frozenset(("", "0", "false", "no", "off"))
@@ -52,27 +53,23 @@ def flag(name: str, environ: Optional[Mapping[str, str]] = None, default: bool =
     return default if value not in OFF else False
 
 
-_TABLE = Path(__file__).resolve().parent / "tables" / "switches.json"
-_switches: List[Dict[str, Any]] = []
-
-
-def switches() -> List[Dict[str, Any]]:
+def switches() -> List["Switch"]:
     """Every environment variable torchada reads, as declared in ``tables/switches.json`` (read
     on first use: the start-up path only ever calls :func:`flag`).
 
     Example::
 
-        >>> any(s["name"] == "TORCHADA_SIMULATE" for s in switches())
+        >>> any(s.name == "TORCHADA_SIMULATE" for s in switches())
         True
     """
-    if not _switches:
-        _switches.extend(json.loads(_TABLE.read_text(encoding="utf-8"))["switches"])
-    return _switches
+    from . import _tables
+
+    return list(_tables.load("switches").switches)
 
 
-def _declared(name: str) -> Dict[str, Any]:
+def _declared(name: str) -> "Switch":
     for entry in switches():
-        if entry["name"] == name:
+        if entry.name == name:
             return entry
     raise KeyError(f"{name} is not declared in torchada/tables/switches.json")
 
@@ -80,7 +77,7 @@ def _declared(name: str) -> Dict[str, Any]:
 def bad_value(name: str, raw: str, accepted: str) -> ValueError:
     """The one message for a switch set to a value it does not take: the variable, the value,
     what it accepts, and what the switch is for."""
-    return ValueError(f"{name}={raw!r} is not valid: use {accepted} ({_declared(name)['help']})")
+    return ValueError(f"{name}={raw!r} is not valid: use {accepted} ({_declared(name).help})")
 
 
 def whole_number(name: str, environ: Optional[Mapping[str, str]] = None) -> int:
@@ -93,11 +90,13 @@ def whole_number(name: str, environ: Optional[Mapping[str, str]] = None) -> int:
         4
     """
     entry = _declared(name)
-    raw = (os.environ if environ is None else environ).get(name, entry["default"])
+    low, high = entry.min, entry.max
+    assert low is not None and high is not None  # an int switch declares both
+    raw = (os.environ if environ is None else environ).get(name, entry.default)
     value = raw.strip()
     # str.isdigit accepts '²' and other digits int() refuses: ASCII digits only.
-    if not (value.isascii() and value.isdigit()) or not entry["min"] <= int(value) <= entry["max"]:
-        raise bad_value(name, raw, f"a whole number from {entry['min']} to {entry['max']}")
+    if not (value.isascii() and value.isdigit()) or not low <= int(value) <= high:
+        raise bad_value(name, raw, f"a whole number from {low} to {high}")
     return int(value)
 
 
@@ -117,7 +116,7 @@ def choice(
     if raw is None or not raw.strip():
         return None
     value = normalise(raw)
-    choices: Sequence[str] = entry["choices"]
+    choices: Sequence[str] = entry.choices or ()
     if value not in choices:
         raise bad_value(name, raw, "one of " + ", ".join(repr(c) for c in choices))
     return value
@@ -127,20 +126,20 @@ def markdown_table() -> str:
     """The README's table of switches, generated from the declarations."""
     lines = ["| variable | values | default | effect |", "|---|---|---|---|"]
     for entry in switches():
-        if entry.get("internal"):
+        if entry.internal:
             continue
-        kind = entry["kind"]
+        kind = entry.kind
         if kind == "flag":
             values = "on/off"
         elif kind == "choice":
-            values = " \\| ".join(f"`{c}`" for c in entry["choices"])
+            values = " \\| ".join(f"`{c}`" for c in entry.choices or ())
         elif kind == "int":
-            values = f"{entry['min']}-{entry['max']}"
+            values = f"{entry.min}-{entry.max}"
         elif kind == "list":
             values = "indices, comma-separated"
-        elif "pattern" in entry:
-            values = f"`{entry['pattern']}`"
+        elif entry.pattern is not None:
+            values = f"`{entry.pattern}`"
         else:
             values = kind
-        lines.append(f"| `{entry['name']}` | {values} | {entry['default']} | {entry['help']} |")
+        lines.append(f"| `{entry.name}` | {values} | {entry.default} | {entry.help} |")
     return "\n".join(lines)

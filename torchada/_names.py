@@ -1,8 +1,8 @@
 """CUDA library function names and their MUSA counterparts, for code that builds names itself.
 
-The prefixes come from the one library table (tables/ctypes_libraries.json, which also drives the
-ctypes translation): a name that starts with the CUDA prefix gets the MUSA one, any other name is
-returned unchanged, as in the published torchada.
+The prefixes come from the one library table (tables/libraries.json, whose "ctypes" rows also
+drive the ctypes translation): a name that starts with the CUDA prefix gets the MUSA one, any
+other name is returned unchanged, as in the published torchada.
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from typing import Dict
 def _prefixes() -> Dict[str, str]:
     from ._ctypes import _rules
 
-    _, data = _rules()
-    return {cuda: musa for lib in data["libraries"] for cuda, musa in lib["symbols"]}
+    return {cuda: musa for _, lib in _rules() for cuda, musa in lib.symbols}
 
 
 def _rewrite(name: str, prefix: str) -> str:

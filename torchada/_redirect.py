@@ -9,26 +9,24 @@ from __future__ import annotations
 
 import functools
 import importlib
-import json
 import logging
-from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Dict, Optional
 
 from torchada_hooks import ProxyModule
 
-from . import _device_args, _ledger
+from . import _device_args, _ledger, _tables
 from ._env import flag
+from ._tables import ABSENT, ModuleSpec, NameRule
 
 logger = logging.getLogger("torchada")
 
-TABLES_DIR = Path(__file__).resolve().parent / "tables"
 # Module tables, in installation order; each maps module names to what they resolve to.
 MODULE_TABLES = (
-    "torch_cuda.json",
-    "torch_distributed.json",
-    "ctypes_modules.json",
-    "torch_cpp_extension.json",
+    "torch_cuda",
+    "torch_distributed",
+    "ctypes_modules",
+    "torch_cpp_extension",
 )
 
 
@@ -41,14 +39,14 @@ class UnsupportedCUDAAttributeError(AttributeError):
 
 
 @functools.lru_cache(maxsize=1)
-def load_table() -> Dict[str, Any]:
-    modules: Dict[str, Any] = {}
-    for filename in MODULE_TABLES:
-        with open(TABLES_DIR / filename, encoding="utf-8") as fh:
-            for name, spec in json.load(fh)["modules"].items():
-                if name in modules:
-                    raise ValueError(f"{name} is described twice in torchada/tables")
-                modules[name] = spec
+def load_table() -> Dict[str, ModuleSpec]:
+    """Every proxied module, by name, from the module tables (checked as they load)."""
+    modules: Dict[str, ModuleSpec] = {}
+    for table in MODULE_TABLES:
+        for name, spec in _tables.load(table).modules.items():
+            if name in modules:
+                raise ValueError(f"{name} is described twice in torchada/tables")
+            modules[name] = spec
     return modules
 
 
@@ -122,7 +120,7 @@ class Redirector:
         self.originals = originals
 
     def _target(self, module_name: str) -> Optional[ModuleType]:
-        target = self.table[module_name]["target"]
+        target = self.table[module_name].target
         if target == "@original":  # an overlay: torch's (or Python's) own module plus overrides
             return self.originals[module_name]
         return importlib.import_module(target) if target else None
@@ -133,25 +131,25 @@ class Redirector:
             original = self.originals.get(module_name)
             value = _device_args.wrap(module_name, attr, value, getattr(original, attr, None))
         if _ledger.enabled():
-            entry = self.table[module_name]["names"].get(attr)
-            kind = entry["kind"] if entry else self._default_kind(module_name)
+            entry = self.table[module_name].names.get(attr)
+            kind = entry.kind if entry else self._default_kind(module_name)
             if kind not in ("submodule", "unsupported"):
                 return _ledger.wrap(f"{module_name}.{attr}", kind, value)
         return value
 
     def _default_kind(self, module_name: str) -> str:
         # A module whose target is one of torchada's fills (nvtx, profiler, ...) is filled whole.
-        target = self.table[module_name]["target"] or ""
+        target = self.table[module_name].target or ""
         return "filled" if target.startswith("torchada.") else "same"
 
     def _resolve(self, module_name: str, attr: str) -> Any:
         spec = self.table[module_name]
         api = f"{module_name}.{attr}"
-        entry = spec["names"].get(attr)
+        entry = spec.names.get(attr)
         if entry is not None:
             return self._resolve_entry(module_name, attr, entry)
-        if spec["target"] is None:
-            why, instead = spec["unsupported"]
+        if spec.target is None:
+            why, instead = spec.unsupported  # type: ignore[misc]  # the schema pairs it with None
             original = self.originals.get(module_name)
             value = getattr(original, attr, None) if original is not None else None
             # The module's own functions and classes (jiterator's API is underscore-named).
@@ -176,23 +174,23 @@ class Redirector:
             )
         raise AttributeError(f"module {module_name!r} has no attribute {attr!r}")
 
-    def _resolve_entry(self, module_name: str, attr: str, entry: Dict[str, Any]) -> Any:
-        kind = entry["kind"]
+    def _resolve_entry(self, module_name: str, attr: str, entry: NameRule) -> Any:
+        kind = entry.kind
         api = f"{module_name}.{attr}"
         _ledger.note(api, kind)
         if kind == "renamed":
-            to = entry["to"]
+            to = entry.to
             return _import_ref(to) if ":" in to else getattr(self._target(module_name), to)
         if kind == "filled":
-            if "value" in entry:
-                return entry["value"]
-            impl = _import_ref(entry["impl"])
-            if entry.get("lazy"):
+            if entry.value is not ABSENT:
+                return entry.value
+            impl = _import_ref(entry.impl)
+            if entry.lazy:
                 import wrapt
 
                 # Computing it would touch the device: defer until the value is really used.
                 return wrapt.LazyObjectProxy(impl)
-            return impl() if entry.get("call") else impl
+            return impl() if entry.call else impl
         if kind == "original":
             if attr == "is_available" and _force_cuda_available():
                 return self._target(module_name).is_available
@@ -201,26 +199,26 @@ class Redirector:
                 return _noting_is_available(value, self._target(module_name))
             return value
         if kind == "submodule":
-            return importlib.import_module(entry["module"])
+            return importlib.import_module(entry.module)
         if kind == "unsupported":
             original = self.originals.get(module_name)
             value = getattr(original, attr, None) if original is not None else None
             if value is not None and not callable(value):
                 raise UnsupportedCUDAAttributeError(
-                    _unsupported_message(api, entry["why"], entry["instead"])
+                    _unsupported_message(api, entry.why, entry.instead)
                 )
             as_class = isinstance(value, type)
-            return _unsupported_callable(api, entry["why"], entry["instead"], as_class)
+            return _unsupported_callable(api, entry.why, entry.instead, as_class)
         raise ValueError(f"registry entry {api} has unknown kind {kind!r}")
 
     def names(self, module_name: str) -> Callable[[], list]:
         def provider() -> list:
             spec = self.table[module_name]
-            names = set(spec["names"])
+            names = set(spec.names)
             original = self.originals.get(module_name)
             if original is not None:
                 names.update(getattr(original, "__all__", ()) or ())
-            if spec["target"]:
+            if spec.target:
                 names.update(n for n in dir(self._target(module_name)) if not n.startswith("__"))
             return sorted(names)
 
@@ -246,13 +244,13 @@ class Redirector:
             attrs["__all__"] = list(original.__all__)
         if original is not None and getattr(original, "__file__", None):
             attrs["__file__"] = original.__file__
-        if spec["package"]:
+        if spec.package:
             attrs["__path__"] = list(getattr(original, "__path__", []) or [])
         proxy = ProxyModule(
             module_name,
             functools.partial(self.resolve, module_name),
             names=self.names(module_name),
             attrs=attrs,
-            is_package=spec["package"],
+            is_package=spec.package,
         )
         return proxy

@@ -2,6 +2,9 @@
 
 The tables live in ``rules/<domain>.json`` next to this module; the code here only knows the rule
 *kinds*, never individual names. Files whose name starts with ``_`` hold heuristics, not rules.
+The header renames of CUDA libraries whose main header is named after them (``<cuda>.h`` ->
+``<musa>.h``) come from torchada's one library table, ``torchada/tables/libraries.json``, into the
+``headers`` domain: the library names are written once, for ctypes, builds and the porter.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 logger = logging.getLogger("torchada.porting")
 
 RULES_DIR = Path(__file__).resolve().parent / "rules"
+#: The domain that takes the header renames derived from the library table.
+LIBRARY_HEADER_DOMAIN = "headers"
 
 #: Kinds that rewrite text when they apply.
 REWRITING_KINDS = frozenset(
@@ -251,6 +256,17 @@ def _load(rules_dir: Path) -> RuleSet:
             parsed.append(rule)
         domains[domain] = tuple(parsed)
         rules.extend(parsed)
+    derived = _library_header_rules(hasher)
+    for rule in derived:
+        previous = by_key.get(rule.cuda)
+        if previous is not None:
+            raise RuleError(
+                f"key {rule.cuda!r} is defined in domain {previous.domain!r} and derived from "
+                "torchada/tables/libraries.json"
+            )
+        by_key[rule.cuda] = rule
+    domains[LIBRARY_HEADER_DOMAIN] = domains.get(LIBRARY_HEADER_DOMAIN, ()) + tuple(derived)
+    rules.extend(derived)
     for pattern in ident_patterns + header_patterns + tuple(f + r for f, r in needles):
         try:
             re.compile(pattern)
@@ -289,6 +305,17 @@ def _load(rules_dir: Path) -> RuleSet:
     )
     logger.debug("loaded %d porting rules from %s", len(ruleset), rules_dir)
     return ruleset
+
+
+def _library_header_rules(hasher: Any) -> List[Rule]:
+    """Header rules for the libraries whose main header is named after them (``nccl.h`` ->
+    ``mccl.h``), from the library table; they count in the digest like a rule file."""
+    from .._tables import load
+
+    renames = load("libraries").header_renames()
+    hasher.update(b"libraries.json\0" + json.dumps(renames).encode() + b"\0")
+    raws = ({"cuda": cuda, "musa": musa, "kind": "header"} for cuda, musa in renames)
+    return [_parse_rule(raw, LIBRARY_HEADER_DOMAIN, "tables/libraries.json") for raw in raws]
 
 
 def _is_header_key(rule: Rule) -> bool:

@@ -1,6 +1,7 @@
-"""torch.utils.cpp_extension through torchada, without compiling: build settings translated
-(flags, architectures, libraries), the caller's arguments left alone, both include_paths()
-signatures, sources ported into the build tree, and CUDA device code refused after porting."""
+"""torchada._cpp_extension, torch.utils.cpp_extension through torchada, without compiling: the
+torch-facing functions translate build settings (tests/test_build_settings.py has the rules) and
+leave the caller's arguments alone, both include_paths() signatures, sources ported into the build
+tree, and CUDA device code refused after porting."""
 
 from __future__ import annotations
 
@@ -80,135 +81,6 @@ def test_names_through_the_proxy(ce, tx, me):
     from torch.utils.cpp_extension import CUDAExtension, include_paths
 
     assert CUDAExtension is tx.CUDAExtension and include_paths is tx.include_paths
-
-
-# --- architectures ------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "cuda, musa",
-    [
-        ("sm_60", "21"), ("sm_70", "21"), ("sm_75", "21"), ("compute_75", "21"), ("7.5+PTX", "21"),
-        ("sm_80", "22"), ("sm_86", "22"), ("sm_89", "22"), ("8.6", "22"), ("86", "22"),
-        ("Ampere", "22"), ("Ada", "22"), ("sm_90", "31"), ("sm_90a", "31"), ("9.0a", "31"),
-        ("compute_90", "31"), ("Hopper", "31"),
-    ],
-)  # fmt: skip
-def test_arch_follows_the_porter_thresholds(tx, cuda, musa):
-    assert tx.musa_arch(cuda) == musa
-
-
-def test_arch_table_is_the_porters(tx):
-    from torchada.porting import load_rules
-
-    tiers = load_rules().arch_tiers
-    assert tiers, "arch.json has threshold rows"
-    for tier in tiers:
-        for value in (tier.cuda_min, tier.cuda_max):
-            assert tx.musa_arch(f"sm_{value // 10}") == str(tier.musa_arch // 10)
-
-
-def test_arch_without_musa_counterpart_warns_once(tx):
-    with pytest.warns(UserWarning, match="sm_100 has no MUSA counterpart"):
-        assert tx.musa_arch("sm_100") is None
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert tx.musa_arch("sm_100a") is None  # the same cause: no second warning
-    with pytest.raises(ValueError, match="cannot read 'sm80x' as a CUDA architecture"):
-        tx.musa_arch("sm80x")
-
-
-def test_arch_list(tx):
-    assert tx.translate_arch_list("7.0;7.5;8.0;8.6+PTX;9.0") == "21;22;31"
-    assert tx.translate_arch_list(" 8.0 8.6 ") == "22"
-    assert tx.translate_arch_list("Hopper;Ampere") == "31;22"
-    with pytest.warns(UserWarning, match="12.0 has no MUSA counterpart"):
-        assert tx.translate_arch_list("12.0;9.0") == "31"
-
-
-def test_arch_list_env_during_builds(tx, monkeypatch):
-    monkeypatch.delenv("TORCH_MUSA_ARCH_LIST", raising=False)
-    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "8.0;9.0")
-    with tx._musa_arch_env():
-        assert os.environ["TORCH_MUSA_ARCH_LIST"] == "22;31"
-    assert "TORCH_MUSA_ARCH_LIST" not in os.environ
-    monkeypatch.setenv("TORCH_MUSA_ARCH_LIST", "21")  # an explicit MUSA list wins
-    with tx._musa_arch_env():
-        assert os.environ["TORCH_MUSA_ARCH_LIST"] == "21"
-    assert os.environ["TORCH_MUSA_ARCH_LIST"] == "21"
-
-
-# --- flags and libraries ------------------------------------------------------------------------
-
-
-def test_nvcc_flags(tx, me):
-    flags = [
-        "-O3",
-        "-gencode", "arch=compute_80,code=sm_80",
-        "-gencode=arch=compute_90a,code=[sm_90a,compute_90a]",
-        "-gencode arch=compute_86,code=sm_86",
-        "-arch=sm_75",
-        "--gpu-architecture", "compute_89",
-        "--use_fast_math",
-        "--expt-relaxed-constexpr", "--extended-lambda",
-        "-Xptxas", "-v", "--ptxas-options=-O3",
-        "-Xcompiler", "-fPIC,-Wall",
-        "-U__CUDA_NO_HALF_OPERATORS__",
-        "-lineinfo",
-    ]  # fmt: skip
-    before = list(flags)
-    out = tx.translate_nvcc_flags(flags)
-    assert flags == before
-    assert out == [
-        "-O3",
-        "--offload-arch=mp_22",
-        "--offload-arch=mp_31",
-        "--offload-arch=mp_21",
-        "-ffast-math",
-        "-fPIC",
-        "-Wall",
-        "-U__CUDA_NO_HALF_OPERATORS__",
-        "-lineinfo",
-    ]
-    from torchada._simulator.extension_support import offload_archs
-
-    assert offload_archs(out) == ["22", "31", "21"]  # what the simulated torch_musa accepts
-    # native/all name no architecture: the MUSA arch list (or the devices) decides.
-    assert tx.translate_nvcc_flags(["-arch=native", "-O2"]) == ["-O2"]
-    assert tx.translate_nvcc_flags(None) == []
-
-
-def test_libraries(tx):
-    cuda = ["cudart", "cublas", "cublasLt", "curand", "cufft", "cusparse", "cusolver", "nccl",
-            "nvjpeg", "cudnn", "cuda", "c10_cuda", "torch_cuda", "m", "mylib"]  # fmt: skip
-    before = list(cuda)
-    assert tx.translate_libraries(cuda) == [
-        "musart", "mublas", "mublasLt", "murand", "mufft", "musparse", "musolver", "mccl",
-        "mtjpeg", "mudnn", "musa", "m", "mylib",
-    ]  # fmt: skip
-    assert cuda == before
-    flags = ["-L/opt/x", "-lcublas", "-l", "cudnn", "-lc10_cuda", "-lfoo", "-l:libcuda.so", "-O1"]
-    assert tx.translate_ldflags(flags) == [
-        "-L/opt/x", "-lmublas", "-l", "mudnn", "-lfoo", "-l:libcuda.so", "-O1",
-    ]  # fmt: skip
-
-
-def test_compile_args(tx):
-    args = {"cxx": ["-O1"], "nvcc": ["-O2", "-arch=sm_86"], "nvcc_dlink": ["-lcublas"]}
-    saved = copy.deepcopy(args)
-    out = tx.translate_compile_args(args)
-    assert out == {
-        "cxx": ["-O1"],
-        "mcc": ["-O2", "--offload-arch=mp_22"],
-        "mcc_dlink": ["-lmublas"],
-    }
-    assert args == saved and out["cxx"] is not args["cxx"]
-    listed = ["-O2"]
-    assert (
-        tx.translate_compile_args(listed) == ["-O2"]
-        and tx.translate_compile_args(listed) is not listed
-    )
-    assert tx.translate_compile_args(None) is None
 
 
 def test_cuda_extension_translates_and_never_mutates(ce, me, monkeypatch):
