@@ -835,6 +835,77 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell_backward_impl(
   return {grad_gates.to(dev), grad_cx.to(dev), grad_bias};
 }
 
+// The common case of the fallback without at::native::cpu_fallback's generality (its _to_cpu and
+// _copy_from_and_resize round trips through the dispatcher): plain tensor arguments, some on a
+// musa device, and tensor returns that are new or the written arguments themselves. Returns
+// false, touching nothing, for anything else (tensor lists, returned views, complex or lazily
+// conjugated/negated operands), which the full fallback then runs.
+bool lean_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& schema = op.schema();
+  for (const auto& r : schema.returns()) {
+    if (r.type()->kind() != c10::TypeKind::TensorType) return false;
+    if (r.alias_info() != nullptr && !r.alias_info()->isWrite()) return false;  // a view
+  }
+  const auto& args = schema.arguments();
+  const size_t n = args.size();
+  const size_t base = stack->size() - n;
+  c10::DeviceIndex device = -1;
+  for (size_t i = 0; i < n; ++i) {
+    const auto& iv = (*stack)[base + i];
+    if (iv.isTensor()) {
+      const auto& t = iv.toTensor();
+      if (!t.defined() || t.device().type() != kMusa) continue;
+      if (t.is_complex() || t.is_conj() || t.is_neg()) return false;
+      if (device < 0) device = t.device().index();
+    } else if (iv.isList()) {
+      for (const auto& element : iv.toListRef()) {
+        if (element.isTensor()) return false;
+      }
+    }
+  }
+  if (device < 0) return false;  // no musa operand: where would results go?
+
+  c10::SmallVector<at::Tensor, 8> originals(n), aliases(n);
+  for (size_t i = 0; i < n; ++i) {
+    auto& iv = (*stack)[base + i];
+    if (!iv.isTensor()) continue;
+    const auto& t = iv.toTensor();
+    if (!t.defined() || t.device().type() != kMusa) continue;
+    originals[i] = t;
+    aliases[i] = fallback_alias(t);
+    iv = c10::IValue(aliases[i]);
+  }
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+
+  // Written arguments were written where they are, unless the kernel resized them (a resized
+  // alias has fresh host memory): then the musa tensor is resized and gets the result.
+  for (size_t i = 0; i < n; ++i) {
+    const auto* info = args[i].alias_info();
+    if (!originals[i].defined() || info == nullptr || !info->isWrite()) continue;
+    copy_from_and_resize(aliases[i], originals[i]);
+  }
+  const size_t returns = schema.returns().size();
+  for (size_t j = stack->size() - returns; j < stack->size(); ++j) {
+    auto& iv = (*stack)[j];
+    if (!iv.isTensor() || !iv.toTensor().defined()) continue;
+    const auto& r = iv.toTensor();
+    bool mapped = false;
+    for (size_t i = 0; i < n && !mapped; ++i) {
+      if (aliases[i].defined() && r.is_same(aliases[i])) {
+        iv = c10::IValue(originals[i]);
+        mapped = true;
+      }
+    }
+    if (mapped || r.device().type() == kMusa) continue;
+    // A result the CPU kernel allocated: onto the operands' device, strides kept.
+    auto out = empty_strided(r.sizes(), r.strides(), r.scalar_type(), std::nullopt,
+                             c10::Device(kMusa, device), std::nullopt);
+    if (r.numel() > 0) fallback_alias(out).copy_(r);
+    iv = c10::IValue(std::move(out));
+  }
+  return true;
+}
+
 // Boxed fallback: CPU kernels reject musa generators, so swap in the owned CPU generator (and use
 // the device's default generator where the caller gave none, as a real backend would).
 void sim_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
@@ -875,7 +946,7 @@ void sim_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   // (Turning recording off rebuilds the thread's callback set: only when someone records.)
   std::optional<at::DisableRecordFunctionGuard> no_profiling;
   if (at::hasCallbacks()) no_profiling.emplace();
-  at::native::cpu_fallback(op, stack);
+  if (!lean_fallback(op, stack)) at::native::cpu_fallback(op, stack);
 }
 
 // native_dropout takes no generator argument: its CPU kernel, reached through the fallback, would
