@@ -45,7 +45,8 @@ _library_dir: Dict[str, Optional[str]] = {}  # filled at first use while torchad
 
 
 def musa_library_dir() -> Optional[str]:
-    """Where MUSA's libraries are: the simulator's build directory, else ``$MUSA_HOME/lib``.
+    """Where MUSA's libraries are: the directory of the ``libmusart`` that torch_musa has loaded
+    (its C extension links it), else ``$MUSA_HOME/lib``.
 
     Read once while torchada is on (as torch_musa reads ``MUSA_HOME`` once, at import): every
     library load asks, and loads must cost about what a plain ``CDLL`` does.
@@ -59,11 +60,8 @@ def musa_library_dir() -> Optional[str]:
         return _library_dir["dir"]
     except KeyError:
         pass
-    if _simulator_loaded():
-        from ._simulator import sdk
-
-        found: Optional[str] = str(sdk.library_dir())
-    else:
+    found = _loaded_library_dir("libmusart.so")
+    if found is None:
         home = os.environ.get("MUSA_HOME") or os.environ.get("MUSA_PATH") or "/usr/local/musa"
         lib = os.path.join(home, "lib")
         found = lib if os.path.isdir(lib) else None
@@ -71,10 +69,17 @@ def musa_library_dir() -> Optional[str]:
     return found
 
 
-def _simulator_loaded() -> bool:
-    from . import _simulator
-
-    return _simulator.is_active()
+def _loaded_library_dir(stem: str) -> Optional[str]:
+    """The directory of a loaded shared library whose file name starts with ``stem``."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            for line in maps:
+                path = line.rstrip("\n").partition("/")[2]
+                if path and os.path.basename(path).startswith(stem):
+                    return os.path.dirname("/" + path)
+    except OSError:  # not Linux: the loader's own map is not readable this way
+        pass
+    return None
 
 
 @functools.lru_cache(maxsize=64)

@@ -8,8 +8,10 @@ import types
 
 import torch
 
-from torchada._simulator import native
+from torchada._simulator import native, sdk
 from torchada._simulator.boards import MCCL_VERSION
+
+_libmusart: list = []  # the simulated libmusart, loaded with the extension
 
 
 class _MusaStreamBase(torch.Stream):
@@ -63,9 +65,7 @@ def _make_musart(ext):
 
     # The words are libmusart's own (its codes are written once, in musa_runtime_api.h).
     def musaGetErrorString(code):
-        from torchada._simulator import sdk
-
-        libmusart = sdk.load("musart")
+        libmusart = _libmusart[0]
         libmusart.musaGetErrorString.restype = ctypes.c_char_p
         return libmusart.musaGetErrorString(ctypes.c_int(int(code))).decode()
 
@@ -114,6 +114,8 @@ def load(config):
     for cls in (_MusaStreamBase, _MusaEventBase, _MUSAGraph, _MusaDeviceProperties):
         setattr(ext, cls.__name__, cls)
     ext._musart = _make_musart(ext)
+    # torch_musa's C extension links libmusart: it is loaded (mapped) once torch_musa is.
+    _libmusart.append(sdk.load("musart"))
     ext._musa_version = __import__(
         "torchada._simulator.boards", fromlist=["MUSA_VERSION"]
     ).MUSA_VERSION
