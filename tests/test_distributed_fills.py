@@ -53,3 +53,36 @@ def test_cpu_group_next_to_a_device_bound_nccl_group(py, tmp_path):
     assert out["default_bound"] == "musa:1"
     # gloo has no MUSA support: a musa tensor on the CPU group fails as torch says.
     assert "No backend type associated with device type musa" in out["musa_tensor_on_gloo"]
+
+
+def test_cuda_device_backend_is_mccl_unless_switched_off(py, tmp_path):
+    # With no backend named, torch picks one per device type: "cuda" must mean MCCL on MUSA.
+    code = f"""
+        import json, torch
+        import torchada
+        import torch.distributed as dist
+
+        mapping = dist.Backend.default_device_backend_map
+        on = mapping.get("cuda")
+        dist.init_process_group(init_method="file://{tmp_path / 'store'}", rank=0, world_size=1,
+                                device_id=torch.device("cuda:0"))
+        backend = dist.get_backend()
+        t = torch.ones(2, device="cuda")
+        dist.all_reduce(t)
+        dist.destroy_process_group()
+        torchada.disable()
+        print(json.dumps({{"on": on, "backend": backend, "sum": t.tolist(),
+                           "off": mapping.get("cuda")}}))
+    """
+    r = py(code, env={"TORCHADA_SIMULATE": "1"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out == {"on": "mccl", "backend": "mccl", "sum": [1.0, 1.0], "off": "nccl"}
+
+    switched = py(
+        "import torchada, torch.distributed as dist\n"
+        "print(dist.Backend.default_device_backend_map.get('cuda'))",
+        env={"TORCHADA_SIMULATE": "1", "TORCHADA_DISABLE_BACKEND_MAP": "1"},
+    )
+    assert switched.returncode == 0, switched.stderr[-3000:]
+    assert switched.stdout.strip().splitlines()[-1] == "nccl"

@@ -156,6 +156,7 @@ _patcher = Patcher()
 # Subsystems installed after the torch.cuda redirects, each ``install(patcher)``; a name is a
 # module of this package. Switched off one by one with TORCHADA_DISABLE_<NAME>=1.
 SUBSYSTEMS: List[str] = [
+    "backend_map",
     "devices",
     "device_args",
     "amp",
@@ -327,9 +328,6 @@ def _enable(simulate: Optional[bool]) -> bool:
     _undo.append(hooks.uninstall)
     _patch_musa_classes(torch_musa)
     _patch_musa_initialized(torch_musa)
-    from ._fills import distributed
-
-    distributed.install(_patcher)
     try:
         for name in SUBSYSTEMS:
             if flag(f"TORCHADA_DISABLE_{name.upper()}"):

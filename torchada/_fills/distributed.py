@@ -113,21 +113,6 @@ def is_nccl_available() -> bool:
     return bool(getattr(_dist, "is_mccl_available", lambda: False)())
 
 
-def install(patcher: Any) -> None:
-    """Make device "cuda" default to MCCL wherever torch picks a backend by device type."""
-    mapping = _dist.Backend.default_device_backend_map
-    old = mapping.get("cuda")
-    mapping["cuda"] = "mccl"
-
-    def restore() -> None:
-        if old is None:
-            mapping.pop("cuda", None)
-        else:
-            mapping["cuda"] = old
-
-    patcher.on_undo(restore)
-
-
 def get_original_init_process_group() -> Any:
     """torch's own ``torch.distributed.init_process_group``, as it was before torchada: the
     published torchada's helper for code that must bypass the backend translation. None where
