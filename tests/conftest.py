@@ -24,6 +24,17 @@ def musa_sim():
     return _simulator.activate()
 
 
+@pytest.fixture
+def musa_runtime_errors_read():
+    """Reads the simulated runtime's pending error after a test that provokes runtime errors:
+    errors are sticky until read, as CUDA's are, so a later test's launch check in the same
+    process would otherwise report this test's error as its own."""
+    yield
+    from torchada._simulator import sdk
+
+    sdk.load("musart").musaGetLastError()
+
+
 @pytest.fixture(scope="module")
 def torchada_on(musa_sim):
     """torchada enabled on the simulator for a whole test module, and disabled after it."""

@@ -14,7 +14,7 @@ import pytest
 
 from torchada import _ctypes
 
-pytestmark = pytest.mark.usefixtures("torchada_on")
+pytestmark = pytest.mark.usefixtures("torchada_on", "musa_runtime_errors_read")
 
 
 # This test module imported ctypes before torchada was on: like any such module, it holds the

@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 
 from torchada._simulator import boards, sdk
 
+pytestmark = pytest.mark.usefixtures("musa_runtime_errors_read")
+
 c_int_p = ctypes.POINTER(ctypes.c_int)
 size_t = ctypes.c_size_t
 
