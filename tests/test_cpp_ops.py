@@ -2,7 +2,7 @@
 one equals the default implementation, falls back correctly, and goes away when removed.
 
 These tests drive the native module directly (install/remove one override); the controls that
-act through ``import torchada`` are in test_native_ops_controls.py.
+act through ``import torchada`` are in test_cpp_ops_controls.py.
 """
 
 from __future__ import annotations
