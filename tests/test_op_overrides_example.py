@@ -85,13 +85,13 @@ def test_override_takes_precedence_over_the_backend_kernel_and_hands_it_back():
     )
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout.strip().splitlines()[-1])
-    assert out["before"] == "musa_sim.cpp"  # the simulator's own kernel
+    assert out["before"] == "sim_kernels.cpp"  # the simulator's own kernel
     assert out["during"] == "op_override.h"  # ours wins while installed
-    assert out["shadows"] is True and out["previous"].startswith("musa_sim.cpp")
+    assert out["shadows"] is True and out["previous"].startswith("sim_kernels.cpp")
     assert out["counted"] == 6  # every read went through it ...
     assert out["values_on"] == out["values_off"]  # ... and gave what the backend gives
     assert out["values_on"] == ["3.5", "-2", "True", "1.25", "(2+3j)", "True"]
-    assert out["after"] == "musa_sim.cpp" and out["installed_off"] == []  # handed back
+    assert out["after"] == "sim_kernels.cpp" and out["installed_off"] == []  # handed back
     assert out["reinstalled"] == "op_override.h"  # a loaded extension stays loaded
     # The dispatcher's "Overriding a previously registered kernel" is held back; torchada says
     # what it replaced instead, once per install.

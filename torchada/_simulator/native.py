@@ -12,13 +12,20 @@ EXTENSION_NAME = "torchada_musa_sim"
 STUB_LIBRARIES = ("libmusart", "libmusa", "libmccl", "libmublas", "libmurand")
 
 
+# The backend's translation units: the runtime and the operators need no Python, so only
+# musa_sim.cpp pays for pybind11's headers, and ninja compiles them side by side.
+EXTENSION_SOURCES = ("sim_runtime.cpp", "sim_kernels.cpp", "musa_sim.cpp")
+
+
 def load_extension() -> ModuleType:
-    # The backend shares its stream and event records with libmusart (stubs/sim_handles.h).
-    stubs = csrc_dir() / "simulator" / "stubs"
+    simulator = csrc_dir() / "simulator"
+    # The backend shares its stream and event records with libmusart (stubs/sim_handles.h), and
+    # its files share sim_internal.h.
+    stubs = simulator / "stubs"
     return load_torch_extension(
         EXTENSION_NAME,
-        [csrc_dir() / "simulator" / "musa_sim.cpp"],
-        key_extra=[f"headers {headers_digest(stubs)}"],
+        [simulator / name for name in EXTENSION_SOURCES],
+        key_extra=[f"headers {headers_digest(stubs)} {headers_digest(simulator)}"],
     )
 
 

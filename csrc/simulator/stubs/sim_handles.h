@@ -1,5 +1,5 @@
 /*
- * Stream and event handles shared by the simulator's backend (musa_sim.cpp) and libmusart. On a
+ * Stream and event handles shared by the simulator's backend (sim_runtime.cpp) and libmusart. On a
  * real machine torch_musa's Stream.musa_stream and Event.musa_event are the runtime's musaStream_t
  * and musaEvent_t, so a program may hand them to libmusart through ctypes; here too. The tag at
  * the start catches mix-ups and use after destroy.

@@ -1,0 +1,87 @@
+// What the simulator's translation units share: device state, memory statistics and the entry
+// points one part calls in another. sim_runtime.cpp holds the device state, allocators, streams,
+// events and profiler stubs; sim_kernels.cpp the generators, hooks and operator registrations;
+// musa_sim.cpp the Python module. Only the last includes Python and pybind11.
+
+#pragma once
+
+#include <c10/core/Allocator.h>
+#include <c10/core/Device.h>
+#include <c10/core/Stream.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+namespace at {
+struct Generator;  // declared only: the runtime does without ATen's tensor headers
+}  // namespace at
+
+namespace torchada_sim {
+
+constexpr int kMaxDevices = 16;
+constexpr c10::DeviceType kMusa = c10::DeviceType::PrivateUse1;
+
+// ---------------------------------------------------------------- device state (sim_runtime.cpp)
+extern int g_device_count;
+extern int64_t g_total_memory;
+extern std::atomic<bool> g_initialized;
+extern bool g_in_bad_fork;
+extern bool g_allow_tf32;
+
+extern thread_local c10::DeviceIndex t_current_device;
+extern thread_local std::array<c10::StreamId, kMaxDevices> t_current_stream;
+
+void check_device(c10::DeviceIndex d);
+
+// ---------------------------------------------------------------- memory (sim_runtime.cpp)
+// Index 0: all, 1: small pool, 2: large pool.
+struct Stat {
+  std::atomic<int64_t> current{0}, peak{0}, allocated{0}, freed{0};
+  void add(int64_t n) {
+    int64_t now = current.fetch_add(n) + n;
+    allocated.fetch_add(n);
+    int64_t p = peak.load();
+    while (now > p && !peak.compare_exchange_weak(p, now)) {
+    }
+  }
+  void sub(int64_t n) {
+    current.fetch_sub(n);
+    freed.fetch_add(n);
+  }
+};
+
+struct DeviceStats {
+  std::array<Stat, 3> bytes;   // allocated == reserved == active == requested here: no caching
+  std::array<Stat, 3> count;   // number of live blocks
+  std::atomic<int64_t> num_ooms{0};
+  std::atomic<int64_t> num_device_alloc{0}, num_device_free{0};
+  double fraction = 1.0;
+};
+
+extern std::array<DeviceStats, kMaxDevices> g_stats;
+
+// Makes the allocators of devices [0, device_count) and the musa allocator torch looks up.
+void install_allocators(int device_count);
+c10::Allocator* allocator_for(c10::DeviceIndex d);
+// The device whose allocator made `p`, or `otherwise` for memory it did not make.
+c10::DeviceIndex device_of_block(void* p, c10::DeviceIndex otherwise);
+bool is_device_ptr(const void* p);
+
+c10::Allocator* pinned_allocator();
+bool is_pinned_ptr(const void* p);
+
+void register_unified_cpu_allocator();
+void reset_unified_cpu_allocator();
+bool is_unified_ptr(const void* p);
+
+// ---------------------------------------------------------------- events (sim_runtime.cpp)
+// Milliseconds between two events of the device guard (torch.Event.elapsed_time).
+double elapsed_time(void* event1, void* event2);
+
+// ---------------------------------------------------------------- sim_kernels.cpp
+const at::Generator& default_generator(c10::DeviceIndex idx);
+// Registers the PrivateUse1 hooks interface, once.
+void register_hooks();
+
+}  // namespace torchada_sim
