@@ -2,6 +2,8 @@
 real torch_musa has no such names, so a program (or torchada) that reached for one would pass on
 the simulator and fail on the hardware."""
 
+import types
+
 import torch
 
 # c10::DeviceType::PrivateUse1, the device type torch_musa's streams are created with.
@@ -33,3 +35,13 @@ def mean_time(stmt: str, **values) -> float:
     from torch.utils import benchmark
 
     return benchmark.Timer(stmt=stmt, globals={"torch": torch, **values}).timeit(10).mean
+
+
+def with_globals(fn: types.FunctionType, **names) -> types.FunctionType:
+    """A copy of ``fn`` whose global lookups of ``names`` find the given objects: torch's own code
+    run with torch_musa's pieces in place of the CUDA ones it names."""
+    copy = types.FunctionType(
+        fn.__code__, {**fn.__globals__, **names}, fn.__name__, fn.__defaults__, fn.__closure__
+    )
+    copy.__kwdefaults__ = fn.__kwdefaults__
+    return copy

@@ -6,7 +6,6 @@ The simulator has no caching allocator: reserved == allocated, and empty_cache f
 import collections
 import contextlib
 import ctypes
-import types
 
 import torch_musa
 from torchada._simulator import support as _support
@@ -158,15 +157,10 @@ def memory_summary(device=None, abbreviated=False):
     # formatter, fed with this device's statistics.
     device = _get_musa_device_index(device, optional=True)
     stats = memory_stats(device=device)
-    render = _support.TORCH_MEMORY_SUMMARY
-    with_stats = types.FunctionType(
-        render.__code__,
-        {**render.__globals__, "memory_stats": lambda device=None: stats},
-        render.__name__,
-        render.__defaults__,
-        render.__closure__,
+    render = _support.with_globals(
+        _support.TORCH_MEMORY_SUMMARY, memory_stats=lambda device=None: stats
     )
-    text = with_stats(device=device, abbreviated=abbreviated)
+    text = render(device=device, abbreviated=abbreviated)
     for cuda, musa in (
         ("PyTorch CUDA memory summary", "Torch MUSA memory summary"),
         ("CUDA OOMs", "MUSA OOMs"),

@@ -2,7 +2,6 @@
 advise on MUSA devices (muDNN's TF32 switch, tensors made on "musa")."""
 
 import math
-import types
 
 import torch
 from torch.profiler import _pattern_matcher
@@ -87,17 +86,9 @@ class MatMulDimInFP16Pattern(_pattern_matcher.MatMulDimInFP16Pattern):
 
 
 # torch's report, run with the MUSA patterns in place of its CUDA ones.
-report_all_anti_patterns = types.FunctionType(
-    _pattern_matcher.report_all_anti_patterns.__code__,
-    {
-        **_pattern_matcher.report_all_anti_patterns.__globals__,
-        "ExtraCUDACopyPattern": ExtraMUSACopyPattern,
-        "FP32MatMulPattern": FP32MatMulPattern,
-        "MatMulDimInFP16Pattern": MatMulDimInFP16Pattern,
-    },
-    "report_all_anti_patterns",
-    _pattern_matcher.report_all_anti_patterns.__defaults__,
+report_all_anti_patterns = _support.with_globals(
+    _pattern_matcher.report_all_anti_patterns,
+    ExtraCUDACopyPattern=ExtraMUSACopyPattern,
+    FP32MatMulPattern=FP32MatMulPattern,
+    MatMulDimInFP16Pattern=MatMulDimInFP16Pattern,
 )
-report_all_anti_patterns.__kwdefaults__ = _pattern_matcher.report_all_anti_patterns.__kwdefaults__
-
-del types
