@@ -8,10 +8,8 @@ import types
 
 import torch
 
-from torchada._simulator import native, sdk
+from torchada._simulator import native, sdk, state
 from torchada._simulator.boards import MCCL_VERSION
-
-_libmusart: list = []  # the simulated libmusart, loaded with the extension
 
 
 class _MusaStreamBase(torch.Stream):
@@ -59,14 +57,14 @@ class musaError(enum.IntEnum):
     success = 0
 
 
-def _make_musart(ext):
+def _make_musart(ext, libmusart):
     m = types.ModuleType("torch_musa._MUSAC._musart")
     m.musaError = musaError
 
     # The words are libmusart's own (its codes are written once, in musa_runtime_api.h).
+    libmusart.musaGetErrorString.restype = ctypes.c_char_p
+
     def musaGetErrorString(code):
-        libmusart = _libmusart[0]
-        libmusart.musaGetErrorString.restype = ctypes.c_char_p
         return libmusart.musaGetErrorString(ctypes.c_int(int(code))).decode()
 
     m.musaGetErrorString = musaGetErrorString
@@ -86,9 +84,7 @@ def _make_musart(ext):
 
 
 def _device_properties(index):
-    from torchada._simulator.state import device_properties
-
-    return device_properties[index]
+    return state.device_properties[index]
 
 
 def _no_ipc(*args, **kwargs):
@@ -113,9 +109,8 @@ def load(config):
     ext._sim_configure(config.device_count, config.spec["total_memory"])
     for cls in (_MusaStreamBase, _MusaEventBase, _MUSAGraph, _MusaDeviceProperties):
         setattr(ext, cls.__name__, cls)
-    ext._musart = _make_musart(ext)
     # torch_musa's C extension links libmusart: it is loaded (mapped) once torch_musa is.
-    _libmusart.append(sdk.load("musart"))
+    ext._musart = _make_musart(ext, sdk.load("musart"))
     ext._musa_version = __import__(
         "torchada._simulator.boards", fromlist=["MUSA_VERSION"]
     ).MUSA_VERSION
