@@ -8,6 +8,7 @@
 //
 // This file is the Python module; the runtime is in sim_runtime.cpp and the operators in
 // sim_kernels.cpp, which include neither Python nor the C++ frontend (they compile faster).
+// sim_mccl.cpp holds the distributed backend.
 
 #include <torch/csrc/Device.h>
 #include <torch/csrc/Generator.h>
@@ -113,6 +114,7 @@ void reset_accumulated(int device) {
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   using namespace torchada_sim;
   m.def("_sim_configure", &configure);
+  m.def("_sim_register_process_group_mccl", &register_process_group_mccl);
   m.def("_musa_getDeviceCount", [] { return g_device_count; });
   m.def("_musa_getDevice", [] { return static_cast<int>(t_current_device); });
   m.def("_musa_setDevice", [](int d) {

@@ -1,7 +1,8 @@
 // What the simulator's translation units share: device state, memory statistics and the entry
 // points one part calls in another. sim_runtime.cpp holds the device state, allocators, streams,
 // events and profiler stubs; sim_kernels.cpp the generators, hooks and operator registrations;
-// musa_sim.cpp the Python module. Only the last includes Python and pybind11.
+// sim_mccl.cpp the MCCL process group; musa_sim.cpp the Python module. Only the last two include
+// Python and pybind11.
 
 #pragma once
 
@@ -83,5 +84,9 @@ double elapsed_time(void* event1, void* event2);
 const at::Generator& default_generator(c10::DeviceIndex idx);
 // Registers the PrivateUse1 hooks interface, once.
 void register_hooks();
+
+// ---------------------------------------------------------------- sim_mccl.cpp
+// torch_musa's registerProcessGroupMCCL: torch.distributed.ProcessGroupMCCL and the "mccl" backend.
+void register_process_group_mccl();
 
 }  // namespace torchada_sim

@@ -51,13 +51,28 @@ def test_backend_is_registered_for_musa():
     assert dist.get_default_backend_for_device("musa") == "mccl"
 
 
+def test_process_group_mccl_is_a_c10d_backend():
+    # torch_musa binds ProcessGroupMCCL in C++ with c10d's Backend as its base.
+    backend = torch._C._distributed_c10d.Backend
+    assert dist.ProcessGroupMCCL.__mro__[1] is backend
+    assert not issubclass(dist.ProcessGroupMCCL, dist.ProcessGroup)
+    assert dist.ProcessGroupMCCL.__module__ == "torch.distributed"
+    assert issubclass(dist.ProcessGroupMCCL.Options, backend.Options)
+    # ProcessGroup's own names are not a backend's.
+    for name in ("split_group", "group_name", "get_group_store", "_get_backend"):
+        assert not hasattr(dist.ProcessGroupMCCL, name), name
+
+
 def test_options_fields():
     opts = dist.ProcessGroupMCCL.Options(is_high_priority_stream=False)
     assert opts.is_high_priority_stream is False
-    assert opts.split_from is None and opts.split_color == 0
+    # split_color -2: "uninitialized" in ProcessGroupMCCL.h.
+    assert opts.split_from is None and opts.split_color == -2
     assert opts.global_ranks_in_group == [] and opts.group_name == ""
-    assert opts._timeout == timedelta(minutes=10)
+    assert opts._timeout == timedelta(minutes=10) and opts.backend == "mccl"
     assert dist.ProcessGroupMCCL.Options(True).is_high_priority_stream is True
+    opts.split_color, opts.group_name, opts.global_ranks_in_group = 3, "g", [0, 2]
+    assert (opts.split_color, opts.group_name, opts.global_ranks_in_group) == (3, "g", [0, 2])
 
 
 @pytest.mark.parametrize("form", ["options", "timeout_kw", "timeout_positional", "bare"])
@@ -77,19 +92,75 @@ def test_constructor_forms(form):
     else:
         pg = dist.ProcessGroupMCCL(store, 0, 1)
         assert pg.options._timeout == timedelta(minutes=10)
-    assert isinstance(pg, dist.ProcessGroup)
-    assert pg.name() == pg.getBackendName() == "mccl"
-    assert (pg.rank(), pg.size()) == (0, 1)
+    assert isinstance(pg, torch._C._distributed_c10d.Backend)
+    assert pg.name() == "mccl" and (pg.rank(), pg.size()) == (0, 1)
+    assert pg.supports_coalescing and not pg.supports_splitting
     t = torch.arange(3.0, device="musa:1")
     assert pg.allreduce([t]).wait()
     assert t.device == torch.device("musa", 1) and t.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_constructor_rejects_what_torch_musa_rejects():
+    with pytest.raises(TypeError, match="incompatible constructor arguments"):
+        dist.ProcessGroupMCCL(dist.HashStore(), 0, 1, "ten minutes")
+    with pytest.raises(TypeError, match="incompatible constructor arguments"):
+        dist.ProcessGroupMCCL(0, 1)
+
+
+def test_methods_of_torch_musa():
+    store = dist.HashStore()
+    pg = dist.ProcessGroupMCCL(store, 0, 1)
+    second = dist.ProcessGroupMCCL(store, 0, 1)
+    assert second.uid == pg.uid + 1
+    assert pg.comm_split_count() == 0
+    assert pg.get_error() == torch._C._distributed_c10d.ErrorType.SUCCESS
+    # Communicators come up with the first collective, or eagerly for a bound device.
+    assert pg._is_initialized() is False
+    pg.allreduce([torch.ones(1, device="musa")]).wait()
+    assert pg._is_initialized() is True
+    pg.eager_connect_single_device(torch.device("musa", 0))
+    second.eager_connect_single_device(torch.device("musa", 0))
+    assert second._is_initialized() is True
+    pg.perform_nocolor_split(torch.device("musa", 0))  # MCCL has no comm split: nothing happens
+    pg._set_default_timeout(timedelta(seconds=30))
+    assert pg.options._timeout == timedelta(seconds=30)
+    pg._add_ephemeral_timeout(timedelta(seconds=5))
+    work = pg.allreduce([torch.ones(1, device="musa")])
+    assert pg._verify_work_timeout(work, timedelta(seconds=35))
+    assert not pg._verify_work_timeout(work, timedelta(seconds=30))
+    assert pg.bound_device_id is None
+    pg.bound_device_id = torch.device("musa", 1)
+    assert pg.bound_device_id == torch.device("musa", 1)
+    pg._group_start()
+    pg._group_start()
+    pg._group_end()
+    pg._group_end()
+    with pytest.raises(RuntimeError, match="mcclGroupEnd without mcclGroupStart"):
+        pg._group_end()
+
+
+def test_coalescing_returns_one_work_for_the_batch():
+    pg = dist.ProcessGroupMCCL(dist.HashStore(), 0, 1)
+    dev = torch.device("musa", 0)
+    with pytest.raises(RuntimeError, match="without startCoalescing"):
+        pg._end_coalescing()
+    pg._start_coalescing()
+    with pytest.raises(RuntimeError, match="already coalescing"):
+        pg._start_coalescing()
+    a, b = torch.ones(2, device=dev), torch.full((3,), 2.0, device=dev)
+    pg.allreduce([a])
+    pg.allreduce([b])
+    work = pg._end_coalescing()
+    assert work.wait() and a.tolist() == [1.0, 1.0] and b.tolist() == [2.0] * 3
 
 
 # ---------------------------------------------------------------- one rank, in this process
 def test_init_process_group_single_rank(single_rank):
     pg = single_rank
     assert dist.get_backend() == "mccl" and dist.get_world_size() == 1
-    assert isinstance(pg, dist.ProcessGroupMCCL) and pg.name() == "mccl"
+    # torch's ProcessGroup, with ProcessGroupMCCL as its musa backend (as on hardware).
+    assert type(pg) is dist.ProcessGroup
+    assert isinstance(pg._get_backend(torch.device("musa")), dist.ProcessGroupMCCL)
     dev = torch.device("musa", 0)
     t = torch.tensor([1.0, -2.0, 3.5], device=dev)
     for op in (dist.ReduceOp.SUM, dist.ReduceOp.AVG, dist.ReduceOp.MAX, dist.ReduceOp.PRODUCT):
@@ -144,19 +215,25 @@ def test_reduce_op_errors(single_rank):
 
 
 def test_default_backend_and_pg_options():
-    # No backend named: torch picks the accelerator's (musa -> mccl) and passes pg_options on.
+    # No backend named: torch picks the accelerator's (musa -> mccl). torch_musa registers a
+    # creator of the plain (store, rank, size, timeout) form, so torch hands it the timeout and
+    # keeps pg_options to itself: the backend gets fresh options, as on hardware.
     opts = dist.ProcessGroupMCCL.Options(is_high_priority_stream=True)
     dist.init_process_group(
         store=dist.HashStore(), rank=0, world_size=1, pg_options=opts, timeout=timedelta(minutes=3)
     )
     try:
         pg = dist.group.WORLD
-        assert isinstance(pg, dist.ProcessGroupMCCL) and pg.options is opts
-        assert opts.is_high_priority_stream and opts._timeout == timedelta(minutes=3)
-        assert opts.group_name == pg.group_name
+        backend = pg._get_backend(torch.device("musa"))
+        assert isinstance(backend, dist.ProcessGroupMCCL)
+        assert backend.options is not opts and not backend.options.is_high_priority_stream
+        assert backend.options._timeout == timedelta(minutes=3)
         sub = dist.new_group([0], backend="mccl")
-        assert isinstance(sub, dist.ProcessGroupMCCL) and sub.options.global_ranks_in_group == [0]
-        assert sub.group_name == sub.options.group_name != pg.group_name
+        assert isinstance(sub._get_backend(torch.device("musa")), dist.ProcessGroupMCCL)
+        assert sub.group_name != pg.group_name
+        t = torch.ones(2, device="musa")
+        dist.all_reduce(t, group=sub)
+        assert t.tolist() == [1.0, 1.0]
         dist.destroy_process_group(sub)  # unregisters it by name
     finally:
         dist.destroy_process_group()

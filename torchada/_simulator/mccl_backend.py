@@ -5,24 +5,22 @@ collectives run on gloo: each call copies its musa tensors to host tensors, runs
 collective over ``PrefixStore("mccl", store)``, and copies the results back into the musa tensors.
 Simulated device memory is host memory, so the copies are cheap and the results exact.
 
-``ProcessGroupMCCL`` is a Python ``ProcessGroup`` (torch offers no Python constructor for
-``Backend``); ``init_process_group("mccl")`` adopts it as the group itself, as torch does for any
-``ProcessGroup`` a backend creator returns.
+``torch.distributed.ProcessGroupMCCL`` is a C++ ``c10d.Backend``, as on hardware (the simulator's
+extension, ``sim_mccl.cpp``); ``init_process_group("mccl")`` wraps it in a ``ProcessGroup`` for the
+musa device. Its collectives call ``MCCLCollectives`` below.
 
 Semantics follow NCCL's where gloo's differ: ``ReduceOp.AVG`` is supported (sum, then divide;
 integers truncate), a bool ``SUM`` is a logical or (``MAX``) and a bool ``PRODUCT`` a logical and
 (``MIN``), a bool ``AVG`` is an error, and ``BAND``/``BOR``/``BXOR``/``PREMUL_SUM`` raise
 ``RuntimeError("Unexpected ReduceOp ...")``. Reductions take float32/64, float16, bfloat16, int8,
 uint8, int32, int64, bool, and float8 (reduced in float32); data movement takes any dtype.
-Collectives complete before they return (their ``Work`` is already done); a ``recv`` completes in
-``wait()``, so paired ``isend``/``irecv`` never deadlock.
+Collectives complete before they return (their ``Work`` is already done); a ``recv`` completes
+when its data arrives, so paired ``isend``/``irecv`` never deadlock.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
-import threading
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Callable
@@ -35,8 +33,6 @@ logger = logging.getLogger("torchada")
 
 _C = torch._C._distributed_c10d
 _RedOpType = dist.ReduceOp.RedOpType
-# NCCL's default; ProcessGroupMCCL mirrors ProcessGroupNCCL.
-_DEFAULT_TIMEOUT = timedelta(minutes=10)
 
 _REDUCIBLE = {
     torch.float32,
@@ -142,140 +138,30 @@ def _done(result: object) -> dist.Work:
     return _C._create_work_from_future(fut)
 
 
-class _DeferredWork(_C.Work):
-    """A host-side work plus what to do once it finishes (copy received data into musa)."""
+class MCCLCollectives:
+    """What ``torch.distributed.ProcessGroupMCCL`` (a C++ ``c10d.Backend``) runs its collectives
+    with: the same collectives on gloo over host copies. Method names and arguments are those of
+    the Backend's C++ virtual functions. Collectives return a completed ``Work``; point-to-point
+    calls return gloo's work and what to do once it has completed.
 
-    def __init__(self, work: dist.Work, finish: Callable[[], object]):
-        super().__init__()
-        self._work = work
-        self._finish = finish
-        self._result: object = None
-        self._finished = False
-        self._lock = threading.Lock()
+    Example::
 
-    def _complete(self) -> object:
-        with self._lock:
-            if not self._finished:
-                self._result = self._finish()
-                self._finished = True
-        return self._result
-
-    def wait(self, timeout: timedelta = timedelta(0)) -> bool:
-        self._work.wait(timeout)
-        self._complete()
-        return True
-
-    def is_completed(self) -> bool:
-        if not self._work.is_completed():
-            return False
-        self._complete()
-        return True
-
-    def is_success(self) -> bool:
-        return self._work.is_success()
-
-    def exception(self) -> BaseException | None:
-        return self._work.exception()
-
-    def get_future(self) -> torch.futures.Future:
-        return self._work.get_future().then(lambda _fut: self._complete())
-
-    def _source_rank(self) -> int:
-        return self._work._source_rank()
-
-
-class ProcessGroupMCCL(dist.ProcessGroup):
-    """torch_musa's MCCL process group, simulated over gloo (see the module docstring).
-
-    ``ProcessGroupMCCL(store, rank, size, options)`` or
-    ``ProcessGroupMCCL(store, rank, size, timeout=timedelta(minutes=10))``.
+        >>> # SKIP: ProcessGroupMCCL makes one; programs never call this directly
+        >>> pg = torch.distributed.ProcessGroupMCCL(torch.distributed.HashStore(), 0, 1)
+        >>> pg.allreduce([torch.ones(2, device="musa")]).wait()
+        True
     """
 
-    class Options:
-        """``ProcessGroupMCCL.Options``, with the fields of ``ProcessGroupNCCL.Options``."""
-
-        def __init__(self, is_high_priority_stream: bool = False):
-            self.backend = "mccl"
-            self.is_high_priority_stream = is_high_priority_stream
-            self.split_from: ProcessGroupMCCL | None = None
-            self.split_color = 0
-            self.global_ranks_in_group: list = []
-            self.group_name = ""
-            self._timeout = _DEFAULT_TIMEOUT
-
-        def __repr__(self) -> str:
-            return (
-                f"ProcessGroupMCCL.Options(is_high_priority_stream={self.is_high_priority_stream}, "
-                f"group_name={self.group_name!r}, timeout={self._timeout})"
-            )
-
-    def __init__(
-        self,
-        store: dist.Store,
-        rank: int,
-        size: int,
-        options: ProcessGroupMCCL.Options | timedelta | None = None,
-        timeout: timedelta | None = None,
-    ):
-        # Only the (rank, size) constructor lets Python subclasses override the collectives.
-        super().__init__(rank, size)
-        if isinstance(options, timedelta):  # the (store, rank, size, timeout) form
-            options, timeout = None, options
-        if options is None:
-            options = ProcessGroupMCCL.Options()
-        if timeout is not None:
-            options._timeout = timeout
-        self.options = options
-        self._gloo = dist.ProcessGroupGloo(
-            dist.PrefixStore("mccl", store), rank, size, options._timeout
-        )
+    def __init__(self, store: dist.Store, rank: int, size: int, timeout: timedelta):
+        self._rank, self._size = rank, size
+        self._gloo = dist.ProcessGroupGloo(dist.PrefixStore("mccl", store), rank, size, timeout)
         logger.debug("ProcessGroupMCCL rank %d of %d over gloo", rank, size)
 
-    # -- identity --------------------------------------------------------------------------------
+    def rank(self) -> int:
+        return self._rank
 
-    def getBackendName(self) -> str:
-        return "mccl"
-
-    # torch keeps a group's name and description on its per-device backends; this group has none
-    # registered, so it keeps them itself (destroy_process_group and lookups by name need them).
-    def setGroupName(self, name: str) -> None:
-        self._group_name = name
-
-    def getGroupName(self) -> str:
-        name = getattr(self, "_group_name", None)
-        if name is None:
-            raise RuntimeError("ProcessGroup name not set")
-        return name
-
-    def setGroupDesc(self, desc: str) -> None:
-        self._group_desc = desc
-
-    def getGroupDesc(self) -> str:
-        return getattr(self, "_group_desc", "undefined")
-
-    # torch asks a group for its per-device backend (device_id binding, object collectives); this
-    # group is its own musa backend, as ProcessGroupMCCL is the musa backend on real torch_musa.
-    @property
-    def _device_types(self) -> list[torch.device]:
-        return [torch.device("musa")]
-
-    def _get_backend(self, device: torch.device | str) -> ProcessGroupMCCL:
-        if torch.device(device).type != "musa":
-            raise RuntimeError(
-                f"No backend type associated with device type {torch.device(device).type}"
-            )
-        return self
-
-    @property
-    def supports_splitting(self) -> bool:
-        return False
-
-    @property
-    def supports_coalescing(self) -> bool:
-        return False
-
-    def __repr__(self) -> str:
-        return f"ProcessGroupMCCL(rank={self.rank()}, size={self.size()})"
+    def size(self) -> int:
+        return self._size
 
     # -- reductions ------------------------------------------------------------------------------
 
@@ -363,7 +249,7 @@ class ProcessGroupMCCL(dist.ProcessGroup):
         self._reduce_scatter_flat(flat, output, opts)
         return _done(list(output_tensors))
 
-    def reduce_scatter_single(
+    def _reduce_scatter_base(
         self, output: torch.Tensor, input: torch.Tensor, opts: _C.ReduceScatterOptions | None = None
     ) -> dist.Work:
         opts = opts if opts is not None else _C.ReduceScatterOptions()
@@ -375,19 +261,15 @@ class ProcessGroupMCCL(dist.ProcessGroup):
         self._reduce_scatter_flat(_host(input).reshape(-1), output, opts)
         return _done([output])
 
-    _reduce_scatter_base = reduce_scatter_single
-
-    def reduce_scatter_single_coalesced(
+    def reduce_scatter_tensor_coalesced(
         self,
         outputs: list[torch.Tensor],
         inputs: list[torch.Tensor],
         opts: _C.ReduceScatterOptions | None = None,
     ) -> dist.Work:
         for output, input in zip(outputs, inputs):
-            self.reduce_scatter_single(output, input, opts)
+            self._reduce_scatter_base(output, input, opts)
         return _done(list(outputs))
-
-    reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
 
     # -- data movement ---------------------------------------------------------------------------
 
@@ -429,7 +311,7 @@ class ProcessGroupMCCL(dist.ProcessGroup):
             out.copy_(h)
         return _done(list(output_tensors))
 
-    def all_gather_single(
+    def _allgather_base(
         self, output: torch.Tensor, input: torch.Tensor, opts: _C.AllgatherOptions | None = None
     ) -> dist.Work:
         opts = opts if opts is not None else _C.AllgatherOptions()
@@ -446,8 +328,6 @@ class ProcessGroupMCCL(dist.ProcessGroup):
         output.copy_(host_out)
         return _done([output])
 
-    _allgather_base = all_gather_single
-
     def allgather_coalesced(
         self,
         output_lists: list[list[torch.Tensor]],
@@ -458,17 +338,15 @@ class ProcessGroupMCCL(dist.ProcessGroup):
             self.allgather([outputs], [tensor], opts)
         return _done(list(output_lists))
 
-    def all_gather_single_coalesced(
+    def allgather_into_tensor_coalesced(
         self,
         outputs: list[torch.Tensor],
         inputs: list[torch.Tensor],
         opts: _C.AllgatherOptions | None = None,
     ) -> dist.Work:
         for output, input in zip(outputs, inputs):
-            self.all_gather_single(output, input, opts)
+            self._allgather_base(output, input, opts)
         return _done(list(outputs))
-
-    allgather_into_tensor_coalesced = all_gather_single_coalesced
 
     def gather(
         self,
@@ -515,7 +393,7 @@ class ProcessGroupMCCL(dist.ProcessGroup):
         output.copy_(host_out)
         return _done(list(output_tensors))
 
-    def all_to_all_single(
+    def alltoall_base(
         self,
         output: torch.Tensor,
         input: torch.Tensor,
@@ -537,8 +415,6 @@ class ProcessGroupMCCL(dist.ProcessGroup):
         ).wait()
         output.copy_(host_out)
         return _done([output])
-
-    alltoall_base = all_to_all_single
 
     def alltoall(
         self,
@@ -580,30 +456,34 @@ class ProcessGroupMCCL(dist.ProcessGroup):
 
     # -- point to point --------------------------------------------------------------------------
 
-    def send(self, tensors: list[torch.Tensor], dstRank: int, tag: int = 0) -> dist.Work:
-        tensor = _one(tensors, "send")
-        # gloo's send work keeps the host copy alive until it is on the wire.
-        return self._gloo.send([_as_bytes(_host(tensor))], dstRank, tag)
+    # Point to point: gloo's work and what follows it on the simulated device. ProcessGroupMCCL
+    # runs the second once the first is seen complete (gloo's send and receive works have no
+    # future to chain it to), so paired isend/irecv never deadlock.
 
-    def _deferred_recv(
+    def send(
+        self, tensors: list[torch.Tensor], dstRank: int, tag: int
+    ) -> tuple[dist.Work, Callable[[], None]]:
+        # The host copy lives in gloo's work until it is on the wire.
+        work = self._gloo.send([_as_bytes(_host(_one(tensors, "send")))], dstRank, tag)
+        return work, lambda: None
+
+    def _recv_into(
         self, tensor: torch.Tensor, start: Callable[[list[torch.Tensor]], dist.Work]
-    ) -> _DeferredWork:
+    ) -> tuple[dist.Work, Callable[[], None]]:
         host = _host_empty(tensor)
-        work = start([_as_bytes(host)])
+        return start([_as_bytes(host)]), lambda: tensor.copy_(host)
 
-        def finish():
-            tensor.copy_(host)
-            return [tensor]
-
-        return _DeferredWork(work, finish)
-
-    def recv(self, tensors: list[torch.Tensor], srcRank: int, tag: int = 0) -> dist.Work:
+    def recv(
+        self, tensors: list[torch.Tensor], srcRank: int, tag: int
+    ) -> tuple[dist.Work, Callable[[], None]]:
         tensor = _one(tensors, "recv")
-        return self._deferred_recv(tensor, lambda wire: self._gloo.recv(wire, srcRank, tag))
+        return self._recv_into(tensor, lambda wire: self._gloo.recv(wire, srcRank, tag))
 
-    def recv_anysource(self, tensors: list[torch.Tensor], tag: int = 0) -> dist.Work:
+    def recv_anysource(
+        self, tensors: list[torch.Tensor], tag: int
+    ) -> tuple[dist.Work, Callable[[], None]]:
         tensor = _one(tensors, "recv")
-        return self._deferred_recv(tensor, lambda wire: self._gloo.recv_anysource(wire, tag))
+        return self._recv_into(tensor, lambda wire: self._gloo.recv_anysource(wire, tag))
 
     # -- lifetime --------------------------------------------------------------------------------
 
@@ -614,50 +494,11 @@ class ProcessGroupMCCL(dist.ProcessGroup):
         self._gloo.abort()
 
 
-def _create_process_group_mccl(
-    backend_opts: _C._DistributedBackendOptions, pg_options: ProcessGroupMCCL.Options | None
-) -> ProcessGroupMCCL:
-    """The creator torch.distributed calls for "mccl" (extended API: it receives the options)."""
-    options = pg_options if pg_options is not None else ProcessGroupMCCL.Options()
-    if not isinstance(options, ProcessGroupMCCL.Options):
-        raise TypeError(
-            f"pg_options for mccl must be ProcessGroupMCCL.Options, got {type(options)}"
-        )
-    options._timeout = backend_opts.timeout
-    options.global_ranks_in_group = list(backend_opts.global_ranks_in_group)
-    options.group_name = backend_opts.group_id
-    pg = ProcessGroupMCCL(
-        backend_opts.store, backend_opts.group_rank, backend_opts.group_size, options
-    )
-    device_id = _caller_device_id()
-    if device_id is not None:
-        pg.bound_device_id = device_id
-    return pg
-
-
-def _caller_device_id() -> torch.device | None:
-    """The ``device_id`` that init_process_group/new_group is binding, if any.
-
-    torch sets ``bound_device_id`` on the plain ProcessGroup it made before calling the creator,
-    then adopts the ProcessGroup the creator returns instead, losing the binding; the creator is
-    not told the device. Reading it from torch's helper frame keeps ``init_process_group(...,
-    device_id=...)`` meaningful (barrier, eager init); anywhere else this finds nothing.
-    """
-    frame = sys._getframe(2)  # 0: here, 1: the creator, 2: torch's helper
-    if frame.f_code.co_name != "_new_process_group_helper":
-        return None
-    device_id = frame.f_locals.get("device_id")
-    return device_id if isinstance(device_id, torch.device) else None
-
-
 def _register() -> None:
     if not dist.is_available():  # a torch built without distributed support
         return
-    if "mccl" not in dist.Backend.backend_list:
-        dist.Backend.register_backend(
-            "mccl", _create_process_group_mccl, extended_api=True, devices=["musa"]
-        )
-    dist.ProcessGroupMCCL = ProcessGroupMCCL
+    # ProcessGroupMCCL and the backend's registration come with the C module, as on hardware;
+    # is_mccl_available comes from torch_musa's patch of torch.distributed.
     dist.is_mccl_available = is_mccl_available
     _c10d.is_mccl_available = is_mccl_available
 

@@ -107,6 +107,9 @@ def load(config):
     # Work queued on a simulated stream runs at once: there is nothing to keep busy.
     ext._musa_sleep = lambda cycles: None
     ext._sim_configure(config.device_count, config.spec["total_memory"])
+    # torch_musa's C module registers the MCCL process group when it is imported.
+    if torch.distributed.is_available():
+        ext._sim_register_process_group_mccl()
     for cls in (_MusaStreamBase, _MusaEventBase, _MUSAGraph, _MusaDeviceProperties):
         setattr(ext, cls.__name__, cls)
     # torch_musa's C extension links libmusart: it is loaded (mapped) once torch_musa is.

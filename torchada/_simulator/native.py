@@ -13,8 +13,8 @@ STUB_LIBRARIES = ("libmusart", "libmusa", "libmccl", "libmublas", "libmurand")
 
 
 # The backend's translation units: the runtime and the operators need no Python, so only
-# musa_sim.cpp pays for pybind11's headers, and ninja compiles them side by side.
-EXTENSION_SOURCES = ("sim_runtime.cpp", "sim_kernels.cpp", "musa_sim.cpp")
+# musa_sim.cpp and sim_mccl.cpp pay for pybind11's headers, and ninja compiles them side by side.
+EXTENSION_SOURCES = ("sim_runtime.cpp", "sim_kernels.cpp", "sim_mccl.cpp", "musa_sim.cpp")
 
 
 def load_extension() -> ModuleType:
