@@ -258,13 +258,20 @@ def test_device_properties_fields_and_repr():
         p.name = "x"
 
 
-def test_lazy_init_state():
-    m = torch.musa
-    assert m._initialized is False  # a by-value copy in torch_musa: always False
-    torch.ones(1, device="musa")
-    m.current_device()
-    assert m.is_initialized()
-    assert len(m.default_generators) == 2 and m.has_half is True
+def test_lazy_init_state(py):
+    # torchada's activation makes `_initialized` follow the device; this process may have turned
+    # torchada on, so the simulator alone is looked at in a fresh one.
+    code = """
+        import torch
+        m = torch.musa
+        before = m._initialized  # a by-value copy in torch_musa: always False
+        torch.ones(1, device="musa")
+        m.current_device()
+        print(before, m._initialized, m.is_initialized(), len(m.default_generators), m.has_half)
+    """
+    r = py(code, env={"TORCHADA_SIMULATE": "1"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "False", "True", "2", "True"]
 
 
 @pytest.mark.parametrize(
