@@ -58,6 +58,14 @@ def test_process_group_mccl_is_a_c10d_backend():
     assert not issubclass(dist.ProcessGroupMCCL, dist.ProcessGroup)
     assert dist.ProcessGroupMCCL.__module__ == "torch.distributed"
     assert issubclass(dist.ProcessGroupMCCL.Options, backend.Options)
+    # What torch_musa's Register.cpp binds on the class, beyond what Backend has.
+    own = {name for name in vars(dist.ProcessGroupMCCL) if not name.startswith("__")}
+    own.discard("_pybind11_conduit_v1_")  # pybind11 adds it to every class it binds
+    assert own == {
+        "_group_start", "_group_end", "comm_split_count", "_set_default_timeout",
+        "_add_ephemeral_timeout", "_verify_work_timeout", "options", "uid", "bound_device_id",
+        "perform_nocolor_split", "_is_initialized", "get_error", "Options",
+    }  # fmt: skip
     # ProcessGroup's own names are not a backend's.
     for name in ("split_group", "group_name", "get_group_store", "_get_backend"):
         assert not hasattr(dist.ProcessGroupMCCL, name), name
