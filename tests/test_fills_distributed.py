@@ -86,3 +86,52 @@ def test_cuda_device_backend_is_mccl_unless_switched_off(py, tmp_path):
     )
     assert switched.returncode == 0, switched.stderr[-3000:]
     assert switched.stdout.strip().splitlines()[-1] == "nccl"
+
+
+def test_c10d_methods_take_cuda_devices(py, tmp_path):
+    # torch's own helpers ask a group for its backend with torch.device("cuda") once "cuda" is
+    # among its device types (which torchada's device identity makes it), and CUDA programs pass
+    # their devices to the same methods.
+    code = f"""
+        import json
+        from datetime import timedelta
+        import torch
+        import torchada
+        import torch.distributed as dist
+        from torch.distributed import distributed_c10d as c10d
+
+        dist.init_process_group("nccl", init_method="file://{tmp_path / 'store'}", rank=0,
+                                world_size=1)
+        pg = dist.group.WORLD
+        cuda = torch.device("cuda")
+        out = {{"in_types": cuda in pg._device_types}}
+        devices = (cuda, torch.device("cuda", 1), "cuda", torch.device("musa"))
+        out["get_backend"] = [type(pg._get_backend(d)).__name__ for d in devices]
+        out["by_keyword"] = type(pg._get_backend(device=cuda)).__name__
+        c10d._set_pg_timeout(timedelta(seconds=90), pg)
+        c10d._add_ephemeral_timeout_for_all_pgs(timedelta(seconds=5))
+        pg.bound_device_id = torch.device("cuda", 1)
+        out["bound"] = str(pg.bound_device_id)
+        pg._start_coalescing(cuda)
+        t = torch.ones(2, device="cuda")
+        dist.all_reduce(t)
+        pg._end_coalescing(cuda).wait()
+        out["coalesced"] = t.tolist()
+        backend = pg._get_backend(cuda)
+        backend.eager_connect_single_device(torch.device("cuda", 0))
+        out["connected"] = backend._is_initialized()
+        sub = dist.new_group([0], backend="nccl", device_id=torch.device("cuda", 1))
+        out["sub"] = [dist.get_backend(sub), str(sub.bound_device_id)]
+        print(json.dumps(out))
+        dist.destroy_process_group()
+    """
+    r = py(code, env={"TORCHADA_SIMULATE": "1"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["in_types"] is True
+    assert out["get_backend"] == ["ProcessGroupMCCL"] * 4
+    assert out["by_keyword"] == "ProcessGroupMCCL"
+    assert out["bound"] == "musa:1"
+    assert out["coalesced"] == [1.0, 1.0]
+    assert out["connected"] is True
+    assert out["sub"] == ["mccl", "musa:1"]

@@ -204,7 +204,7 @@ def _patch_class(patcher: Any, cls: type, method: str, params: List[str]) -> Non
 
 def install(patcher: Any) -> None:
     """Patch torch_musa's own device-taking classes (isinstance checks and the objects torch_musa
-    returns stay torch_musa's), and undo it with ``patcher``."""
+    returns stay torch_musa's) and c10d's device-taking methods, and undo it with ``patcher``."""
     import torch
 
     musa = torch.musa
@@ -217,3 +217,7 @@ def install(patcher: Any) -> None:
         params = table().get("torch.cuda", {}).get(name)
         if params and method in vars(cls):
             _patch_class(patcher, cls, method, params)
+    # torch.distributed's process groups and backends take devices too.
+    from ._fills import distributed
+
+    distributed.install_device_methods(patcher)

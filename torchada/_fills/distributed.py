@@ -87,13 +87,16 @@ def _unbound_unless_served(backend: Any) -> Iterator[None]:
 
 
 def _group_factory(original: Any) -> Any:
-    """``original`` (a torch function creating groups) with its ``backend`` argument translated,
-    however it is passed, and the bound-device rule of the module docstring applied."""
+    """``original`` (a torch function creating groups) with its ``backend`` and ``device_id``
+    arguments translated, however they are passed, and the bound-device rule of the module
+    docstring applied."""
 
     def translate(arguments: Dict[str, Any]) -> Any:
         backend = arguments.get("backend")
         if "backend" in arguments:
             arguments["backend"] = backend = translate_backend(backend)
+        if arguments.get("device_id") is not None:
+            arguments["device_id"] = translate_device(arguments["device_id"])
         return _unbound_unless_served(backend)
 
     return rewriting(original, translate)
@@ -102,6 +105,62 @@ def _group_factory(original: Any) -> Any:
 new_group = _group_factory(_c10d.new_group)
 new_subgroups = _group_factory(_c10d.new_subgroups)
 new_subgroups_by_enumeration = _group_factory(_c10d.new_subgroups_by_enumeration)
+
+
+#: c10d methods whose first argument after ``self`` is a device. torch's own NCCL paths pass
+#: ``torch.device("cuda")`` to them (``_set_pg_timeout``, ``_add_ephemeral_timeout_for_all_pgs``,
+#: ``_get_process_group_uid``), after finding "cuda" among a group's device types (where
+#: torchada's device identity finds musa), and CUDA programs pass their own devices.
+#: ``_register_backend`` is left alone: torch registers gloo for "cuda" from gloo's own
+#: capabilities, and gloo cannot serve musa tensors.
+C10D_DEVICE_METHODS = {
+    "ProcessGroup": ("_get_backend", "_start_coalescing", "_end_coalescing"),
+    "Backend": ("eager_connect_single_device", "supports_tensor_alloc"),
+}
+
+
+def _first_device_as_musa(method: Any) -> Any:
+    @functools.wraps(method)
+    def with_cuda_device(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if args:
+            args = (_devices.musa_spec(args[0]),) + args[1:]
+        else:  # by keyword: pybind names it device, device_type or arg0
+            kwargs = {k: _devices.musa_spec(v) for k, v in kwargs.items()}
+        return method(self, *args, **kwargs)
+
+    return with_cuda_device
+
+
+def install_device_methods(patcher: Any) -> None:
+    """Make the c10d methods that take a device, and ``ProcessGroup.bound_device_id``, read a
+    CUDA device as the musa one; ``patcher`` undoes it.
+
+    Example::
+
+        >>> import torch.distributed as dist
+        >>> dist.group.WORLD._get_backend(torch.device("cuda"))  # on MUSA  # doctest: +SKIP
+        <torch.distributed.ProcessGroupMCCL object at 0x...>
+    """
+    if not _dist.is_available():
+        return
+    c10d = torch._C._distributed_c10d
+    for class_name, methods in C10D_DEVICE_METHODS.items():
+        cls = getattr(c10d, class_name)
+        for name in methods:
+            patcher.set_attr(cls, name, _first_device_as_musa(getattr(cls, name)))
+    bound = vars(c10d.ProcessGroup)["bound_device_id"]
+    patcher.set_attr(
+        c10d.ProcessGroup,
+        "bound_device_id",
+        property(bound.fget, lambda pg, device: bound.fset(pg, _devices.musa_spec(device))),
+    )
+    allocate = c10d.Backend.allocate_tensor
+
+    @functools.wraps(allocate)
+    def allocate_tensor(self: Any, *args: Any, device: Any, **kwargs: Any) -> Any:
+        return allocate(self, *args, device=_devices.musa_spec(device), **kwargs)
+
+    patcher.set_attr(c10d.Backend, "allocate_tensor", allocate_tensor)
 
 
 @functools.wraps(_init_device_mesh)
