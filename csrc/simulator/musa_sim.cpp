@@ -90,6 +90,7 @@ py::dict memory_stats_raw(int device) {
 
 void reset_peak(int device) {
   check_device(device);
+  std::lock_guard<std::mutex> lock(stats_mutex());
   for (auto* arr : {&g_stats[device].bytes, &g_stats[device].count}) {
     for (auto& st : *arr) st.peak.store(st.current.load());
   }
@@ -97,6 +98,7 @@ void reset_peak(int device) {
 
 void reset_accumulated(int device) {
   check_device(device);
+  std::lock_guard<std::mutex> lock(stats_mutex());
   auto& s = g_stats[device];
   for (auto* arr : {&s.bytes, &s.count}) {
     for (auto& st : *arr) {

@@ -13,6 +13,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 
 namespace at {
 struct Generator;  // declared only: the runtime does without ATen's tensor headers
@@ -36,19 +37,20 @@ extern thread_local std::array<c10::StreamId, kMaxDevices> t_current_stream;
 void check_device(c10::DeviceIndex d);
 
 // ---------------------------------------------------------------- memory (sim_runtime.cpp)
-// Index 0: all, 1: small pool, 2: large pool.
+// Index 0: all, 1: small pool, 2: large pool. Written only with stats_mutex() held (the allocator
+// holds it anyway for its block table), so updates are plain loads and stores, not atomic
+// read-modify-writes; the atomics let readers go without the lock.
 struct Stat {
   std::atomic<int64_t> current{0}, peak{0}, allocated{0}, freed{0};
   void add(int64_t n) {
-    int64_t now = current.fetch_add(n) + n;
-    allocated.fetch_add(n);
-    int64_t p = peak.load();
-    while (now > p && !peak.compare_exchange_weak(p, now)) {
-    }
+    const int64_t now = current.load(std::memory_order_relaxed) + n;
+    current.store(now, std::memory_order_relaxed);
+    allocated.store(allocated.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    if (now > peak.load(std::memory_order_relaxed)) peak.store(now, std::memory_order_relaxed);
   }
   void sub(int64_t n) {
-    current.fetch_sub(n);
-    freed.fetch_add(n);
+    current.store(current.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
+    freed.store(freed.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
 };
 
@@ -61,6 +63,8 @@ struct DeviceStats {
 };
 
 extern std::array<DeviceStats, kMaxDevices> g_stats;
+// Held to change g_stats (resets included).
+std::mutex& stats_mutex();
 
 // Makes the allocators of devices [0, device_count) and the musa allocator torch looks up.
 void install_allocators(int device_count);

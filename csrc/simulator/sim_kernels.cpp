@@ -401,72 +401,137 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell_backward_impl(
 }
 
 // The common case of the fallback without at::native::cpu_fallback's generality (its _to_cpu and
-// _copy_from_and_resize round trips through the dispatcher): plain tensor arguments, some on a
-// musa device, and tensor returns that are new or the written arguments themselves. Returns
-// false, touching nothing, for anything else (tensor lists, returned views, complex or lazily
-// conjugated/negated operands), which the full fallback then runs.
+// _copy_from_and_resize round trips through the dispatcher): tensor and tensor-list arguments
+// (the optimizers' _foreach_* kernels), some on a musa device, and returns that are new tensors or
+// lists of them, or the written arguments themselves. Returns false, touching nothing, for
+// anything else (returned views, complex or lazily conjugated/negated operands), which the full
+// fallback then runs.
+namespace {
+
+bool musa_tensor(const at::Tensor& t) { return t.defined() && t.device().type() == kMusa; }
+
+// Whether the lean path may take this musa operand (see to_cpu: these get copies).
+bool lean_operand(const at::Tensor& t, c10::DeviceIndex& device) {
+  if (!musa_tensor(t)) return true;
+  if (t.is_complex() || t.is_conj() || t.is_neg()) return false;
+  if (device < 0) device = t.device().index();
+  return true;
+}
+
+bool tensor_list_type(const c10::TypePtr& type) {
+  if (type->kind() != c10::TypeKind::ListType) return false;
+  return type->castRaw<c10::ListType>()->getElementType()->kind() == c10::TypeKind::TensorType;
+}
+
+// A result the CPU kernel returned: the musa operand it aliases, or a copy on `device` (a result
+// the kernel allocated, strides kept).
+at::Tensor lean_result(const at::Tensor& r, c10::ArrayRef<at::Tensor> aliases,
+                       c10::ArrayRef<at::Tensor> originals, c10::DeviceIndex device) {
+  if (!r.defined() || r.device().type() == kMusa) return r;
+  for (size_t i = 0; i < aliases.size(); ++i) {
+    if (musa_tensor(originals[i]) && r.is_same(aliases[i])) return originals[i];
+  }
+  auto out = empty_strided(r.sizes(), r.strides(), r.scalar_type(), std::nullopt,
+                           c10::Device(kMusa, device), std::nullopt);
+  if (r.numel() > 0) fallback_alias(out).copy_(r);
+  return out;
+}
+
+}  // namespace
+
 bool lean_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& schema = op.schema();
   for (const auto& r : schema.returns()) {
-    if (r.type()->kind() != c10::TypeKind::TensorType) return false;
+    if (r.type()->kind() != c10::TypeKind::TensorType && !tensor_list_type(r.type())) return false;
     if (r.alias_info() != nullptr && !r.alias_info()->isWrite()) return false;  // a view
   }
   const auto& args = schema.arguments();
   const size_t n = args.size();
   const size_t base = stack->size() - n;
   c10::DeviceIndex device = -1;
+  bool lists = false;
   for (size_t i = 0; i < n; ++i) {
     const auto& iv = (*stack)[base + i];
     if (iv.isTensor()) {
-      const auto& t = iv.toTensor();
-      if (!t.defined() || t.device().type() != kMusa) continue;
-      if (t.is_complex() || t.is_conj() || t.is_neg()) return false;
-      if (device < 0) device = t.device().index();
+      if (!lean_operand(iv.toTensor(), device)) return false;
+    } else if (iv.isTensorList()) {
+      lists = true;
+      for (const auto& element : iv.toListRef()) {
+        if (!lean_operand(element.toTensor(), device)) return false;
+      }
     } else if (iv.isList()) {
       for (const auto& element : iv.toListRef()) {
-        if (element.isTensor()) return false;
+        if (element.isTensor()) return false;  // optional-tensor lists: the full fallback
       }
     }
   }
   if (device < 0) return false;  // no musa operand: where would results go?
 
-  c10::SmallVector<at::Tensor, 8> originals(n), aliases(n);
+  // Operands in argument order, list elements flattened; list arguments remember where their
+  // elements start.
+  c10::SmallVector<at::Tensor, 16> originals, aliases;
+  c10::SmallVector<size_t, 8> first(n + 1, 0);
+  c10::SmallVector<c10::IValue, 4> original_lists;
+  if (lists) original_lists.resize(n);
   for (size_t i = 0; i < n; ++i) {
+    first[i] = originals.size();
     auto& iv = (*stack)[base + i];
-    if (!iv.isTensor()) continue;
-    const auto& t = iv.toTensor();
-    if (!t.defined() || t.device().type() != kMusa) continue;
-    originals[i] = t;
-    aliases[i] = fallback_alias(t);
-    iv = c10::IValue(aliases[i]);
+    if (iv.isTensor()) {
+      const auto& t = iv.toTensor();
+      if (!musa_tensor(t)) continue;
+      originals.push_back(t);
+      aliases.push_back(fallback_alias(t));
+      iv = c10::IValue(aliases.back());
+    } else if (lists && iv.isTensorList()) {
+      auto list = iv.toTensorList();
+      c10::List<at::Tensor> host;
+      host.reserve(list.size());
+      for (const at::Tensor t : list) {
+        originals.push_back(t);
+        aliases.push_back(musa_tensor(t) ? fallback_alias(t) : t);
+        host.push_back(aliases.back());
+      }
+      original_lists[i] = std::move(iv);
+      iv = c10::IValue(std::move(host));
+    }
   }
+  first[n] = originals.size();
   op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
 
   // Written arguments were written where they are, unless the kernel resized them (a resized
   // alias has fresh host memory): then the musa tensor is resized and gets the result.
   for (size_t i = 0; i < n; ++i) {
     const auto* info = args[i].alias_info();
-    if (!originals[i].defined() || info == nullptr || !info->isWrite()) continue;
-    copy_from_and_resize(aliases[i], originals[i]);
+    if (info == nullptr || !info->isWrite()) continue;
+    for (size_t k = first[i]; k < first[i + 1]; ++k) {
+      if (musa_tensor(originals[k])) copy_from_and_resize(aliases[k], originals[k]);
+    }
   }
   const size_t returns = schema.returns().size();
   for (size_t j = stack->size() - returns; j < stack->size(); ++j) {
     auto& iv = (*stack)[j];
-    if (!iv.isTensor() || !iv.toTensor().defined()) continue;
-    const auto& r = iv.toTensor();
-    bool mapped = false;
-    for (size_t i = 0; i < n && !mapped; ++i) {
-      if (aliases[i].defined() && r.is_same(aliases[i])) {
-        iv = c10::IValue(originals[i]);
-        mapped = true;
-      }
+    if (iv.isTensor()) {
+      iv = c10::IValue(lean_result(iv.toTensor(), aliases, originals, device));
+      continue;
     }
-    if (mapped || r.device().type() == kMusa) continue;
-    // A result the CPU kernel allocated: onto the operands' device, strides kept.
-    auto out = empty_strided(r.sizes(), r.strides(), r.scalar_type(), std::nullopt,
-                             c10::Device(kMusa, device), std::nullopt);
-    if (r.numel() > 0) fallback_alias(out).copy_(r);
-    iv = c10::IValue(std::move(out));
+    if (!iv.isTensorList()) continue;
+    // A written list argument returned: the caller's own list.
+    const auto* info = schema.returns()[j - (stack->size() - returns)].alias_info();
+    if (info != nullptr && info->isWrite()) {
+      for (size_t i = 0; i < n; ++i) {
+        if (lists && args[i].alias_info() != nullptr && *args[i].alias_info() == *info &&
+            original_lists[i].isTensorList()) {
+          iv = original_lists[i];
+          break;
+        }
+      }
+      continue;
+    }
+    auto list = iv.toTensorList();
+    c10::List<at::Tensor> results;
+    results.reserve(list.size());
+    for (const at::Tensor r : list) results.push_back(lean_result(r, aliases, originals, device));
+    iv = c10::IValue(std::move(results));
   }
   return true;
 }

@@ -7,6 +7,7 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/ApproximateClock.h>
 #include <c10/util/Exception.h>
+#include <c10/util/flat_hash_map.h>
 #include <torch/csrc/profiler/stubs/base.h>
 
 #include "stubs/sim_handles.h"
@@ -41,8 +42,11 @@ struct BlockInfo {
   size_t size;
   c10::DeviceIndex device;
 };
+// Open addressing: no node allocation per block, as std::unordered_map has.
 std::mutex g_blocks_mutex;
-std::unordered_map<void*, BlockInfo> g_blocks;
+ska::flat_hash_map<void*, BlockInfo> g_blocks;
+
+std::mutex& stats_mutex() { return g_blocks_mutex; }
 
 void check_device(c10::DeviceIndex d) {
   TORCH_CHECK(d >= 0 && d < g_device_count, "Invalid device id: ", static_cast<int>(d),
@@ -56,7 +60,8 @@ void record_alloc(c10::DeviceIndex d, size_t n) {
   s.bytes[pool].add(n);
   s.count[0].add(1);
   s.count[pool].add(1);
-  s.num_device_alloc.fetch_add(1);
+  s.num_device_alloc.store(s.num_device_alloc.load(std::memory_order_relaxed) + 1,
+                          std::memory_order_relaxed);
 }
 
 void record_free(c10::DeviceIndex d, size_t n) {
@@ -66,21 +71,20 @@ void record_free(c10::DeviceIndex d, size_t n) {
   s.bytes[pool].sub(n);
   s.count[0].sub(1);
   s.count[pool].sub(1);
-  s.num_device_free.fetch_add(1);
+  s.num_device_free.store(s.num_device_free.load(std::memory_order_relaxed) + 1,
+                         std::memory_order_relaxed);
 }
 
 void sim_free(void* ptr) {
   if (ptr == nullptr) return;
-  BlockInfo info{0, 0};
   {
     std::lock_guard<std::mutex> g(g_blocks_mutex);
     auto it = g_blocks.find(ptr);
     if (it != g_blocks.end()) {
-      info = it->second;
+      if (it->second.size) record_free(it->second.device, it->second.size);
       g_blocks.erase(it);
     }
   }
-  if (info.size) record_free(info.device, info.size);
   std::free(ptr);
 }
 
@@ -105,8 +109,8 @@ void* sim_malloc(size_t n, c10::DeviceIndex d) {
   {
     std::lock_guard<std::mutex> g(g_blocks_mutex);
     g_blocks[p] = BlockInfo{n, d};
+    record_alloc(d, n);
   }
-  record_alloc(d, n);
   return p;
 }
 
