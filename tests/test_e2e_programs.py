@@ -108,6 +108,27 @@ def test_lightning_trainer_cuda_and_gpu_16_mixed(mode, cuda_program, tmp_path):
     assert out["memory_allocated"] > 0
 
 
+def test_lightning_ddp_on_two_devices_starts_its_own_ranks(mode, cuda_program, tmp_path):
+    # Lightning runs the script again for rank 1, in a child process of the program: with the
+    # runner, that child has no torchada of its own but the one it inherits.
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    prog = os.path.join(PROGRAMS, "lightning_ddp_cuda.py")
+    r = cuda_program(mode, prog, [out_dir], workdir=tmp_path)
+    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-4000:])
+    ranks = [json.loads((out_dir / f"rank{i}.json").read_text()) for i in (0, 1)]
+    assert ranks[0]["pid"] != ranks[1]["pid"]
+    for i, res in enumerate(ranks):
+        assert res["rank"] == i and res["world"] == 2
+        assert res["accelerator"] == "CUDAAccelerator" and res["root_device"] == f"cuda:{i}"
+        assert res["backend"] == "mccl"  # strategy "ddp" asks for nccl
+        assert res["seen"] == [[f"musa:{i}", True, f"musa:{i}"]]
+        # 128 samples, 2 ranks, batches of 8, 3 epochs
+        assert res["steps"] == 3 * 8 and res["last_loss"] < res["first_loss"] / 4
+    # DDP keeps the replicas equal: averaged gradients, one update.
+    assert ranks[0]["weights"] == ranks[1]["weights"]
+
+
 def test_hf_pipeline_and_device_map_cuda(mode, cuda_program, tmp_path):
     prog = os.path.join(PROGRAMS, "hf_pipeline_cuda.py")
     out = _result(cuda_program(mode, prog, [tmp_path], workdir=tmp_path))
