@@ -60,13 +60,20 @@ def test_matmul_musa(benchmark, large):
     benchmark(torch.mm, *large[1]["mm"])
 
 
-def _training_step(device: str):
+def tiny_training(device: str):
+    """The training step's model, optimizer and batch (also timed phase by phase by
+    bench/sim_step_phases.py)."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(
         torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)
     ).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     x, y = torch.randn(32, 64, device=device), torch.randint(0, 10, (32,), device=device)
+    return model, opt, x, y
+
+
+def _training_step(device: str):
+    model, opt, x, y = tiny_training(device)
 
     def step():
         opt.zero_grad()
