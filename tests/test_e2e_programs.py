@@ -129,6 +129,18 @@ def test_lightning_ddp_on_two_devices_starts_its_own_ranks(mode, cuda_program, t
     assert ranks[0]["weights"] == ranks[1]["weights"]
 
 
+def test_data_parallel_and_cuda_comm(mode, cuda_program, tmp_path):
+    # nn.DataParallel scatters, replicates, gathers and reduces gradients through
+    # torch.nn.parallel.comm, which torch_musa's build of torch runs on musa devices.
+    prog = os.path.join(PROGRAMS, "data_parallel_cuda.py")
+    out = _result(cuda_program(mode, prog, workdir=tmp_path))
+    assert out["device_ids"] == [0, 1] and out["param_device"] == "musa:0"
+    assert _decreasing(out["losses"]) and out["weight_diff"] < 1e-5  # as one device on the CPU
+    assert out["broadcast"] == [["musa:0", [0.0, 1.0, 2.0]], ["musa:1", [0.0, 1.0, 2.0]]]
+    assert out["scatter"] == [["musa:0", [0.0, 1.0, 2.0]], ["musa:1", [3.0, 4.0, 5.0]]]
+    assert out["gather"] == ["musa:1", [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]]
+
+
 def test_hf_pipeline_and_device_map_cuda(mode, cuda_program, tmp_path):
     prog = os.path.join(PROGRAMS, "hf_pipeline_cuda.py")
     out = _result(cuda_program(mode, prog, [tmp_path], workdir=tmp_path))

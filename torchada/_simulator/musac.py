@@ -8,7 +8,7 @@ import types
 
 import torch
 
-from torchada._simulator import native, sdk, state
+from torchada._simulator import native, parallel_comm, sdk, state
 from torchada._simulator.boards import MCCL_VERSION
 
 
@@ -107,6 +107,7 @@ def load(config):
     # Work queued on a simulated stream runs at once: there is nothing to keep busy.
     ext._musa_sleep = lambda cycles: None
     ext._sim_configure(config.device_count, config.spec["total_memory"])
+    parallel_comm.add_entry_points(ext)
     # torch_musa's C module registers the MCCL process group when it is imported.
     if torch.distributed.is_available():
         ext._sim_register_process_group_mccl()

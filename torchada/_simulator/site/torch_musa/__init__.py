@@ -53,8 +53,10 @@ if Version(TORCH_VERSION) < TORCH_MIN_VERSION:
 torch.utils.rename_privateuse1_backend("musa")
 
 # torch_musa runs on its own build of torch, whose storage `to` moves storages in place under the
-# unified CPU allocator (see parseEnvForUMM); the simulator's torch gets that behaviour here.
+# unified CPU allocator (see parseEnvForUMM), and whose nn.parallel.comm calls torch_musa's comm
+# entry points (nn.DataParallel); the simulator's torch gets that behaviour here.
 importlib.import_module("torchada._simulator.unified_memory").install()
+importlib.import_module("torchada._simulator.parallel_comm").install()
 
 # Backward on two simulated devices leaves autograd device threads that may drop a Python
 # reference just after interpreter shutdown began, aborting the process now and then
