@@ -431,6 +431,9 @@ at::Tensor lean_result(const at::Tensor& r, c10::ArrayRef<at::Tensor> aliases,
   for (size_t i = 0; i < aliases.size(); ++i) {
     if (musa_tensor(originals[i]) && r.is_same(aliases[i])) return originals[i];
   }
+  // A sparse (or other non-strided) result goes to the device as torch's fallback sends it, so a
+  // layout the device lacks fails as it would there ("Could not run ... 'Sparsemusa' backend").
+  if (r.layout() != c10::kStrided) return r.to(c10::Device(kMusa, device));
   auto out = empty_strided(r.sizes(), r.strides(), r.scalar_type(), std::nullopt,
                            c10::Device(kMusa, device), std::nullopt);
   if (r.numel() > 0) fallback_alias(out).copy_(r);

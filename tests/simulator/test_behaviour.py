@@ -358,3 +358,11 @@ def test_unified_cpu_allocator_needs_a_device():
         "MUSA error: no MUSA-capable device is detected (error code 100) from "
         "musaMallocManaged(&ptr, size, musaMemAttachGlobal)"
     )
+
+
+def test_sparse_results_fail_as_a_backend_without_sparse_kernels(musa_sim):
+    # Sparse layouts on the device are not simulated: converting to one fails where torch's own
+    # fallback sends the result to the device, not later with an unrelated copy error.
+    x = torch.randn(3, 3, device="musa")
+    with pytest.raises(NotImplementedError, match="'Sparsemusa' backend"):
+        x.to_sparse()
