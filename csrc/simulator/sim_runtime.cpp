@@ -152,44 +152,56 @@ c10::DeviceIndex device_of_block(void* p, c10::DeviceIndex otherwise) {
   return it == g_blocks.end() ? otherwise : it->second.device;
 }
 
-// Pinned host memory: plain host memory whose pointers are remembered, so is_pinned() can answer.
-std::mutex g_pinned_mutex;
-std::unordered_set<void*> g_pinned;
+// Host memory whose blocks are remembered, so that what kind of memory a pointer is can be asked:
+// pinned memory (is_pinned()) and unified CPU memory (below) are both plain host memory otherwise.
+struct HostBlocks {
+  std::mutex mutex;
+  std::unordered_set<void*> blocks;
+  bool contains(const void* p) {
+    std::lock_guard<std::mutex> g(mutex);
+    return blocks.count(const_cast<void*>(p)) > 0;
+  }
+};
+HostBlocks g_pinned, g_unified;
 
-void pinned_free(void* p) {
+// The deleter is a plain function per set: c10's DataPtr takes no state with it.
+template <HostBlocks& set>
+void host_free(void* p) {
   {
-    std::lock_guard<std::mutex> g(g_pinned_mutex);
-    g_pinned.erase(p);
+    std::lock_guard<std::mutex> g(set.mutex);
+    set.blocks.erase(p);
   }
   std::free(p);
 }
 
-struct PinnedAllocator final : c10::Allocator {
+template <HostBlocks& set>
+struct HostAllocator : c10::Allocator {
+  explicit HostAllocator(const char* what) : what_(what) {}
   c10::DataPtr allocate(size_t n) override {
     void* p = nullptr;
     if (posix_memalign(&p, 64, n == 0 ? 1 : n) != 0) {
-      TORCH_CHECK_WITH(OutOfMemoryError, false, "pinned host allocation of ", n, " bytes failed");
+      TORCH_CHECK_WITH(OutOfMemoryError, false, what_, " allocation of ", n, " bytes failed");
     }
     {
-      std::lock_guard<std::mutex> g(g_pinned_mutex);
-      g_pinned.insert(p);
+      std::lock_guard<std::mutex> g(set.mutex);
+      set.blocks.insert(p);
     }
-    return {p, p, &pinned_free, c10::Device(c10::DeviceType::CPU)};
+    return {p, p, &host_free<set>, c10::Device(c10::DeviceType::CPU)};
   }
-  c10::DeleterFnPtr raw_deleter() const override { return &pinned_free; }
+  c10::DeleterFnPtr raw_deleter() const override { return &host_free<set>; }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     std::memcpy(dest, src, count);
   }
+
+ private:
+  const char* what_;
 };
 
-PinnedAllocator g_pinned_allocator;
+HostAllocator<g_pinned> g_pinned_allocator("pinned host");
 
 c10::Allocator* pinned_allocator() { return &g_pinned_allocator; }
 
-bool is_pinned_ptr(const void* p) {
-  std::lock_guard<std::mutex> g(g_pinned_mutex);
-  return g_pinned.count(const_cast<void*>(p)) > 0;
-}
+bool is_pinned_ptr(const void* p) { return g_pinned.contains(p); }
 
 // ---------------------------------------------------------------- unified CPU memory
 // torch_musa's unified CPU allocator (PYTORCH_MUSA_ALLOC_CONF=cpu:unified, or inside
@@ -197,35 +209,13 @@ bool is_pinned_ptr(const void* p) {
 // may then turn into device memory in place (edit_device). Simulated devices run on host memory,
 // so what is kept is which memory is managed: only managed, pinned or device memory may become a
 // device storage, and a managed allocation needs a device, as the runtime call does.
-std::mutex g_unified_mutex;
-std::unordered_set<void*> g_unified;
-
-void unified_free(void* p) {
-  {
-    std::lock_guard<std::mutex> g(g_unified_mutex);
-    g_unified.erase(p);
-  }
-  std::free(p);
-}
-
-struct UnifiedCPUAllocator final : c10::Allocator {
+struct UnifiedCPUAllocator final : HostAllocator<g_unified> {
+  UnifiedCPUAllocator() : HostAllocator<g_unified>("managed") {}
   c10::DataPtr allocate(size_t n) override {
     TORCH_CHECK(g_device_count > 0,
                 "MUSA error: no MUSA-capable device is detected (error code 100) from "
                 "musaMallocManaged(&ptr, size, musaMemAttachGlobal)");
-    void* p = nullptr;
-    if (posix_memalign(&p, 64, n == 0 ? 1 : n) != 0) {
-      TORCH_CHECK_WITH(OutOfMemoryError, false, "managed allocation of ", n, " bytes failed");
-    }
-    {
-      std::lock_guard<std::mutex> g(g_unified_mutex);
-      g_unified.insert(p);
-    }
-    return {p, p, &unified_free, c10::Device(c10::DeviceType::CPU)};
-  }
-  c10::DeleterFnPtr raw_deleter() const override { return &unified_free; }
-  void copy_data(void* dest, const void* src, std::size_t count) const override {
-    std::memcpy(dest, src, count);
+    return HostAllocator<g_unified>::allocate(n);
   }
 };
 
@@ -242,10 +232,7 @@ void reset_unified_cpu_allocator() {
   c10::SetAllocator(c10::DeviceType::CPU, g_prev_cpu_allocator);
 }
 
-bool is_unified_ptr(const void* p) {
-  std::lock_guard<std::mutex> g(g_unified_mutex);
-  return g_unified.count(const_cast<void*>(p)) > 0;
-}
+bool is_unified_ptr(const void* p) { return g_unified.contains(p); }
 
 bool is_device_ptr(const void* p) {
   std::lock_guard<std::mutex> g(g_blocks_mutex);
