@@ -290,23 +290,26 @@ class ProcessGroupMCCL : public c10d::Backend {
     return work;
   }
 
+  // Issues one operation on the Python side; the caller holds the GIL.
+  template <typename... Args>
+  py::object start(const char* name, Args&&... args) {
+    mark_connected();
+    ++seq_;
+    return collectives_.attr(name)(std::forward<Args>(args)...);
+  }
+
   // A collective's Work, which the Python side makes from a torch future: a plain C++ Work that
   // needs no Python object kept alive.
   template <typename... Args>
   WorkPtr collective(const char* name, Args&&... args) {
-    mark_connected();
-    ++seq_;
     py::gil_scoped_acquire gil;
-    py::object work = collectives_.attr(name)(std::forward<Args>(args)...);
-    return issued(as_work(work));
+    return issued(as_work(start(name, std::forward<Args>(args)...)));
   }
 
   template <typename... Args>
   WorkPtr point_to_point(const char* name, Args&&... args) {
-    mark_connected();
-    ++seq_;
     py::gil_scoped_acquire gil;
-    auto started = py::cast<py::tuple>(collectives_.attr(name)(std::forward<Args>(args)...));
+    auto started = py::cast<py::tuple>(start(name, std::forward<Args>(args)...));
     return issued(c10::make_intrusive<PointToPointWork>(as_work(started[0]), started[1]));
   }
 
