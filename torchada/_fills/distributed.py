@@ -107,7 +107,8 @@ new_subgroups = _group_factory(_c10d.new_subgroups)
 new_subgroups_by_enumeration = _group_factory(_c10d.new_subgroups_by_enumeration)
 
 
-#: c10d methods whose first argument after ``self`` is a device. torch's own NCCL paths pass
+#: c10d methods that take a device, as their first argument after ``self`` or by keyword
+#: (``allocate_tensor(size, *, dtype, device)``). torch's own NCCL paths pass
 #: ``torch.device("cuda")`` to them (``_set_pg_timeout``, ``_add_ephemeral_timeout_for_all_pgs``,
 #: ``_get_process_group_uid``), after finding "cuda" among a group's device types (where
 #: torchada's device identity finds musa), and CUDA programs pass their own devices.
@@ -115,17 +116,18 @@ new_subgroups_by_enumeration = _group_factory(_c10d.new_subgroups_by_enumeration
 #: capabilities, and gloo cannot serve musa tensors.
 C10D_DEVICE_METHODS = {
     "ProcessGroup": ("_get_backend", "_start_coalescing", "_end_coalescing"),
-    "Backend": ("eager_connect_single_device", "supports_tensor_alloc"),
+    "Backend": ("eager_connect_single_device", "supports_tensor_alloc", "allocate_tensor"),
 }
 
 
-def _first_device_as_musa(method: Any) -> Any:
+def _devices_as_musa(method: Any) -> Any:
+    # musa_spec leaves everything but a CUDA device as it is (sizes, dtypes, musa devices).
     @functools.wraps(method)
     def with_cuda_device(self: Any, *args: Any, **kwargs: Any) -> Any:
         if args:
             args = (_devices.musa_spec(args[0]),) + args[1:]
-        else:  # by keyword: pybind names it device, device_type or arg0
-            kwargs = {k: _devices.musa_spec(v) for k, v in kwargs.items()}
+        # by keyword: pybind names it device, device_type or arg0
+        kwargs = {k: _devices.musa_spec(v) for k, v in kwargs.items()}
         return method(self, *args, **kwargs)
 
     return with_cuda_device
@@ -147,20 +149,13 @@ def install_device_methods(patcher: Any) -> None:
     for class_name, methods in C10D_DEVICE_METHODS.items():
         cls = getattr(c10d, class_name)
         for name in methods:
-            patcher.set_attr(cls, name, _first_device_as_musa(getattr(cls, name)))
+            patcher.set_attr(cls, name, _devices_as_musa(getattr(cls, name)))
     bound = vars(c10d.ProcessGroup)["bound_device_id"]
     patcher.set_attr(
         c10d.ProcessGroup,
         "bound_device_id",
         property(bound.fget, lambda pg, device: bound.fset(pg, _devices.musa_spec(device))),
     )
-    allocate = c10d.Backend.allocate_tensor
-
-    @functools.wraps(allocate)
-    def allocate_tensor(self: Any, *args: Any, device: Any, **kwargs: Any) -> Any:
-        return allocate(self, *args, device=_devices.musa_spec(device), **kwargs)
-
-    patcher.set_attr(c10d.Backend, "allocate_tensor", allocate_tensor)
 
 
 @functools.wraps(_init_device_mesh)
