@@ -21,6 +21,7 @@ import importlib.machinery
 import importlib.util
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -37,6 +38,31 @@ _REPO_ROOT = Path(__file__).resolve().parent.parent
 
 class NativeBuildError(RuntimeError):
     """A native build failed; the message carries the compiler output."""
+
+
+# A compiler's or linker's diagnostic: "file:line:col: error: ...", "fatal error: ...",
+# "undefined reference to ...".
+_ERROR_LINE = re.compile(r"(\berror\b:|fatal error|undefined reference|undefined symbol)", re.I)
+
+
+def describe_failure(err: BaseException, limit: int = 3) -> str:
+    """One line that says why ``err`` happened, for a warning: the first ``limit`` error lines of
+    a failed build's compiler output, else the first non-empty line of the message, else the
+    exception's type.
+
+    Example::
+
+        >>> describe_failure(NativeBuildError("building x failed:\nx.cpp:3:1: error: boom"))
+        'x.cpp:3:1: error: boom'
+        >>> describe_failure(OSError("no space left"))
+        'OSError: no space left'
+    """
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    errors = [line for line in lines if _ERROR_LINE.search(line) and not line.startswith("FAILED")]
+    if isinstance(err, NativeBuildError) and errors:
+        more = f" (+{len(errors) - limit} more)" if len(errors) > limit else ""
+        return "; ".join(errors[:limit]) + more
+    return f"{type(err).__name__}: {lines[0]}" if lines else type(err).__name__
 
 
 def csrc_dir() -> Path:
@@ -314,6 +340,8 @@ def load_torch_extension(
     include_paths = [str(p) for p in extra_include_paths]
     # Only what is given joins the key: callers without extras keep the keys they always had.
     extras = [*extra_cflags, *include_paths, *key_extra, *([musa_arch] if musa_arch else [])]
+    # csrc/torch_features.h, which every native source may include, is part of every key.
+    extras.append(f"csrc {headers_digest(csrc_dir())}")
     key = build_key(sources, torch.__version__, *extras)
     build_dir = cache_root() / name / key
     artefact = build_dir / f"{name}.so"

@@ -102,6 +102,8 @@ def load(cuda_name: str = "libcudart") -> Optional[Any]:
     if cuda_name in _failed:
         return None
     musa_path, _ = _ctypes.map_library(f"{cuda_name}.so")
+    from . import _build
+
     try:
         lib = _ctypes.open_untranslated(str(build(cuda_name)))
         missing = lib.torchada_shim_bind(str(musa_path).encode())
@@ -111,7 +113,7 @@ def load(cuda_name: str = "libcudart") -> Optional[Any]:
             "torchada: no %s in this process for programs that look for a loaded CUDA runtime "
             "(%s); set TORCHADA_DISABLE_CUDA_SHIMS=1 to skip it",
             cuda_name,
-            str(err).splitlines()[0] if str(err) else type(err).__name__,
+            _build.describe_failure(err),
         )
         return None
     if missing < 0:

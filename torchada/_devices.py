@@ -57,6 +57,7 @@ import torch
 from . import _native
 from ._after_import import when_imported
 from ._env import flag
+from ._torch_features import left_out
 
 logger = logging.getLogger("torchada")
 
@@ -343,10 +344,11 @@ def _patch_fake_devices(fake_tensor: Any) -> None:
     cls = fake_tensor.FakeTensor
     normalize = cls.__dict__.get("_normalize_fake_device")
     if not isinstance(normalize, staticmethod):
-        logger.warning(
-            "torchada: this torch's FakeTensor has no _normalize_fake_device; compiled code that "
-            "creates tensors on 'cuda' may see them on 'cuda' rather than '%s'",
-            _backend,
+        left_out(
+            "'cuda' fake tensors on the MUSA device",
+            "FakeTensor._normalize_fake_device",
+            f"compiled code that creates tensors on 'cuda' may see them on 'cuda' rather than "
+            f"'{_backend}'",
         )
         return
     original = normalize.__func__

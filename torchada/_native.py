@@ -174,7 +174,7 @@ def load() -> Optional[ModuleType]:
             return None
         if _state.get("status") == "failed":
             return None  # one attempt per process: a failed build is not retried on every call
-        from ._build import headers_digest, load_torch_extension, verbose_builds
+        from ._build import describe_failure, headers_digest, load_torch_extension, verbose_builds
 
         try:
             build = plan()
@@ -194,13 +194,10 @@ def load() -> Optional[ModuleType]:
         except Exception as err:  # any build or import failure means: use the fallback
             _state.clear()
             _state.update(status="failed", reason=f"{type(err).__name__}: {err}")
-            first_line = (
-                str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            )
             logger.warning(
                 "torchada: native library unavailable (%s); using the Python fallbacks. "
                 "Set %s=0 to skip the build, TORCHADA_VERBOSE_BUILD=1 to see it.",
-                first_line,
+                describe_failure(err),
                 NATIVE_ENV,
             )
             return None

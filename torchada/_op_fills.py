@@ -16,6 +16,8 @@ from typing import Any, Callable, Optional
 
 import torch
 
+from ._torch_features import has_operator, left_out
+
 logger = logging.getLogger("torchada")
 
 _KEY = "PrivateUse1"
@@ -61,12 +63,14 @@ def _has_kernel(name: str) -> bool:
 
 def install(patcher: Any) -> Optional[torch.library.Library]:
     """Register the fills missing on the MUSA key; ``patcher`` undoes them."""
-    missing = [
-        (op, overload)
-        for op in ("mm", "bmm")
-        for overload in ("dtype", "dtype_out")
-        if not _has_kernel(f"aten::{op}.{overload}")
-    ]
+    missing = []
+    for op in ("mm", "bmm"):
+        for overload in ("dtype", "dtype_out"):
+            name = f"aten::{op}.{overload}"
+            if not has_operator(name):  # torch 2.7: no out_dtype, on CUDA either
+                left_out(f"torch.{op} out_dtype fill", name)
+            elif not _has_kernel(name):
+                missing.append((op, overload))
     if not missing:
         return None
     library = torch.library.Library("aten", "IMPL")

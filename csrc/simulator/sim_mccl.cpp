@@ -9,6 +9,8 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/utils/pybind.h>
 
+#include "../torch_features.h"
+
 #include <pybind11/chrono.h>
 #include <pybind11/stl.h>
 
@@ -123,6 +125,12 @@ class ProcessGroupMCCL : public c10d::Backend {
     c10::intrusive_ptr<ProcessGroupMCCL> split_from;
     // NCCL_SPLIT_NOCOLOR - 1: uninitialized (ProcessGroupMCCL.h).
     int split_color{-2};
+#if !TORCHADA_HAS_BACKEND_OPTIONS
+    // ProcessGroupMCCL.h, built on torch 2.7, declares these itself; later torch has them in
+    // Backend::Options.
+    std::vector<uint64_t> global_ranks_in_group;
+    std::string group_name;
+#endif
   };
 
   ProcessGroupMCCL(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
@@ -145,7 +153,9 @@ class ProcessGroupMCCL : public c10d::Backend {
   }
 
   c10::intrusive_ptr<Options> getOptions() { return options_; }
+#if TORCHADA_HAS_BACKEND_OPTIONS
   c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions() override { return options_; }
+#endif
   uint64_t getUid() const { return uid_; }
   const std::string getBackendName() const override { return "mccl"; }
   bool supportsSplitting() const override { return false; }

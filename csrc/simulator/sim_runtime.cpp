@@ -11,6 +11,7 @@
 #include <torch/csrc/profiler/stubs/base.h>
 
 #include "stubs/sim_handles.h"
+#include "../torch_features.h"
 
 #include <time.h>
 
@@ -310,9 +311,11 @@ struct SimGuardImpl final : c10::impl::DeviceGuardImplInterface {
     t_current_stream[s.device_index()] = s.id();
     return old;
   }
+#if TORCHADA_HAS_STREAM_NATIVE_HANDLE
   void* getStreamNativeHandle(const c10::Stream s) const override {
     return stream_native_handle(s.device_index(), s.id());
   }
+#endif
   c10::DeviceIndex deviceCount() const noexcept override {
     return static_cast<c10::DeviceIndex>(g_device_count);
   }

@@ -22,6 +22,8 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/library.h>
 
+#include "../torch_features.h"
+
 #include <atomic>
 #include <mutex>
 #include <string>
@@ -180,9 +182,11 @@ struct CudaAsMusaGuardImpl final : c10::impl::DeviceGuardImplInterface {
   c10::Stream exchangeStream(c10::Stream s) const override {
     return to_cuda(musa_impl()->exchangeStream(to_musa(s)));
   }
+#if TORCHADA_HAS_STREAM_NATIVE_HANDLE
   void* getStreamNativeHandle(const c10::Stream s) const override {
     return musa_impl()->getStreamNativeHandle(to_musa(s));
   }
+#endif
   void destroyEvent(void* event, const c10::DeviceIndex device_index) const noexcept override {
     if (auto* p = c10::impl::device_guard_impl_registry[static_cast<size_t>(kMusa)].load()) {
       p->destroyEvent(event, device_index);
@@ -200,18 +204,22 @@ struct CudaAsMusaGuardImpl final : c10::impl::DeviceGuardImplInterface {
     auto* p = c10::impl::device_guard_impl_registry[static_cast<size_t>(kMusa)].load();
     return p ? p->deviceCount() : 0;
   }
+#if TORCHADA_HAS_DEVICE_CAPABILITY
   c10::DeviceCapability getDeviceCapability(c10::Device d) const override {
     return musa_impl()->getDeviceCapability(to_musa(d));
   }
+#endif
   bool queryStream(const c10::Stream& stream) const override {
     return musa_impl()->queryStream(to_musa(stream));
   }
   void synchronizeStream(const c10::Stream& stream) const override {
     musa_impl()->synchronizeStream(to_musa(stream));
   }
+#if TORCHADA_HAS_STREAM_CAPTURE_QUERY
   bool isStreamCapturing(const c10::Stream& stream) const override {
     return musa_impl()->isStreamCapturing(to_musa(stream));
   }
+#endif
   void synchronizeEvent(void* event) const override { musa_impl()->synchronizeEvent(event); }
   void synchronizeDevice(const c10::DeviceIndex device_index) const override {
     musa_impl()->synchronizeDevice(device_index);
@@ -289,7 +297,8 @@ void register_translation() {
   const std::string why = blocker();
   TORCH_CHECK(why.empty(), "torchada cannot serve 'cuda' devices natively: ", why);
   // Leaked on purpose: the dispatcher and the guard registry keep pointing at them until exit.
-  c10::impl::registerDeviceGuard(kCuda, new CudaAsMusaGuardImpl());
+  // The registrar, not registerDeviceGuard (torch 2.8+): every torch has it.
+  c10::impl::DeviceGuardImplRegistrar(kCuda, new CudaAsMusaGuardImpl());
   auto* kernels = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::CUDA,
                                      __FILE__, __LINE__);
   kernels->impl("empty.memory_format", TORCH_FN(empty_memory_format));

@@ -14,6 +14,7 @@
 #include <c10/util/Exception.h>
 #include <torch/extension.h>
 #include <torch/library.h>
+#include <torch/version.h>
 
 #include <atomic>
 #include <cstdint>
@@ -71,6 +72,48 @@ class ShadowWarningFilter final : public c10::WarningHandler {
  private:
   c10::WarningHandler* next_;
 };
+
+// The kernel an operator runs for the MUSA key now, kept to be called after an override
+// replaced it. torch 2.9 hands out a copy (SafeKernelFunction, which also notices when the library
+// that registered it is gone); older torch has no public way to it, so the copy is read from the
+// dispatcher's table through the handle's private entry (an explicit instantiation may name a
+// private member). Backend and composite kernels are never deregistered, so the plain copy holds.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 9)
+using CapturedKernel = c10::SafeKernelFunction;
+
+inline CapturedKernel capture_kernel(const c10::OperatorHandle& op) {
+  return op.getComputedKernelForDispatchKey(c10::DispatchKey::PrivateUse1);
+}
+
+inline std::string kernel_origin(const CapturedKernel& kernel, const c10::OperatorHandle&) {
+  return kernel.debug();
+}
+#else
+using CapturedKernel = c10::KernelFunction;
+
+struct OperatorDefTag {};
+auto operator_def_member(OperatorDefTag);
+template <auto Member>
+struct OperatorDefAccess {
+  friend auto operator_def_member(OperatorDefTag) { return Member; }
+};
+template struct OperatorDefAccess<&c10::OperatorHandle::operatorDef_>;
+
+inline CapturedKernel capture_kernel(const c10::OperatorHandle& op) {
+  auto* def = op.*operator_def_member(OperatorDefTag{});
+  return def->op.lookup(c10::DispatchKeySet(c10::DispatchKey::PrivateUse1));
+}
+
+// The "PrivateUse1: ..." line of the computed table: where that kernel was registered.
+inline std::string kernel_origin(const CapturedKernel&, const c10::OperatorHandle& op) {
+  const std::string table = op.dumpComputedTable();
+  const std::string key = "PrivateUse1: ";
+  const auto at = table.find(key);
+  if (at == std::string::npos) return "unknown";
+  const auto end = table.find('\n', at);
+  return table.substr(at + key.size(), end == std::string::npos ? end : end - at - key.size());
+}
+#endif
 
 }  // namespace detail
 
@@ -141,9 +184,9 @@ class Override {
     std::lock_guard<std::mutex> lock(mutex_);
     if (library_) return info_;
     auto op = lookup();
-    auto captured = std::make_shared<const Captured>(
-        Captured{op, op.getComputedKernelForDispatchKey(c10::DispatchKey::PrivateUse1)});
-    info_ = {captured->kernel.debug(), op.hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)};
+    auto captured = std::make_shared<const Captured>(Captured{op, detail::capture_kernel(op)});
+    info_ = {detail::kernel_origin(captured->kernel, op),
+             op.hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)};
     {
       std::lock_guard<std::mutex> plock(previous_mutex_);
       previous_ = std::move(captured);
@@ -175,7 +218,7 @@ class Override {
  private:
   struct Captured {
     c10::OperatorHandle op;
-    c10::SafeKernelFunction kernel;
+    detail::CapturedKernel kernel;
   };
 
   c10::OperatorHandle lookup() const {

@@ -25,6 +25,7 @@ from torch.distributed import distributed_c10d as _c10d
 from .. import _devices
 from .._arguments import rewriting
 from .._devices import musa_device_type
+from .._torch_features import left_out
 
 _init_process_group = _c10d.init_process_group
 _init_device_mesh = _device_mesh.init_device_mesh
@@ -149,7 +150,11 @@ def install_device_methods(patcher: Any) -> None:
     for class_name, methods in C10D_DEVICE_METHODS.items():
         cls = getattr(c10d, class_name)
         for name in methods:
-            patcher.set_attr(cls, name, _devices_as_musa(getattr(cls, name)))
+            method = getattr(cls, name, None)
+            if method is None:  # torch 2.7 has no supports_tensor_alloc / allocate_tensor
+                left_out(f"CUDA devices in {class_name}.{name}", f"{class_name}.{name}")
+                continue
+            patcher.set_attr(cls, name, _devices_as_musa(method))
     bound = vars(c10d.ProcessGroup)["bound_device_id"]
     patcher.set_attr(
         c10d.ProcessGroup,

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Runs the test suite on another torch: tools/compat.sh VERSION [pytest args...]
+#
+# One venv per torch version is kept in a cache outside the repository
+# (TORCHADA_COMPAT_CACHE, default ~/.cache/torchada/compat), made on first use. Only the versions a
+# torch_musa release pairs with are accepted, each pinned exactly: an unpinned torch would pull the
+# newest release. Every torch but 2.13.0 is a CUDA build from the registry (about 3 GB of nvidia
+# wheels); it imports fine without a GPU.
+#
+#   bash tools/compat.sh 2.7.1                        # the whole suite on torch 2.7.1
+#   bash tools/compat.sh 2.9.1 tests/simulator -x     # part of it
+#   bash tools/compat.sh 2.7.1 --setup-only           # only make (or refresh) the venv
+set -euo pipefail
+supported="2.7.1 2.9.1 2.11.0 2.12.0 2.13.0"
+version="${1:-}"
+if [ -z "$version" ] || ! [[ " $supported " == *" $version "* ]]; then
+  echo "usage: tools/compat.sh VERSION [pytest args...]   (VERSION one of: $supported)" >&2
+  [ -z "$version" ] || echo "compat.sh: torch '$version' is not a version we test; pick one above" >&2
+  exit 2
+fi
+shift
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cache="${TORCHADA_COMPAT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/torchada/compat}"
+venv="$cache/torch-$version"
+py="${PYTHON:-python3}"
+stamp="$venv/.torchada-compat"
+# The editable install points at this checkout, so the stamp names it as well as the extras.
+want="torch==$version $repo $(sha256sum "$repo/pyproject.toml" | cut -c1-16)"
+mkdir -p "$cache"
+if [ ! -x "$venv/bin/python" ]; then
+  "$py" -m venv "$venv"
+fi
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
+  "${pip[@]}" "torch==$version"
+  # torch pinned again, so no test dependency can move it.
+  "${pip[@]}" -e "$repo[test]" "torch==$version"
+  echo "$want" > "$stamp"
+fi
+if [ "${1:-}" = "--setup-only" ]; then
+  echo "$venv"
+  exit 0
+fi
+cd "$repo"
+export PATH="$venv/bin:$PATH"
+echo "compat.sh: $("$venv/bin/python" -c 'import torch; print("torch", torch.__version__)')" >&2
+exec python -m pytest -q "$@"
