@@ -209,8 +209,8 @@ CHECKS = {name[len("check_") :]: fn for name, fn in globals().items() if name.st
 
 def _public_names():
     names = set(torch.accelerator.__all__)
-    for sub in (torch.accelerator.memory, torch.accelerator.graphs):
-        names.update(getattr(sub, "__all__", ()))
+    for sub in ("memory", "graphs"):  # not in every torch (2.7 has neither)
+        names.update(getattr(getattr(torch.accelerator, sub, None), "__all__", ()))
     return sorted(names)
 
 

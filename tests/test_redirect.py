@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 import types
 
@@ -25,6 +26,8 @@ def _original(module_name: str):
 
 def _public_names():
     for module_name in TABLE:
+        if importlib.util.find_spec(module_name) is None:
+            continue  # a module this torch lacks (torch.cuda.green_contexts before 2.10)
         original = _original(module_name)
         names = set(getattr(original, "__all__", None) or ())
         names.update(TABLE[module_name]["names"])

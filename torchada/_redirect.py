@@ -116,7 +116,11 @@ class Redirector:
     """Makes one resolver per proxied module; holds the originals it falls back to."""
 
     def __init__(self, originals: Dict[str, Optional[ModuleType]]):
-        self.table = load_table()
+        table = load_table()
+        # The table's modules this torch lacks (not in ``originals``): neither redirected nor
+        # named as submodules, as on CUDA with the same torch.
+        self.absent = {name for name in table if name not in originals}
+        self.table = {name: spec for name, spec in table.items() if name not in self.absent}
         self.originals = originals
 
     def _target(self, module_name: str) -> Optional[ModuleType]:
@@ -199,6 +203,8 @@ class Redirector:
                 return _noting_is_available(value, self._target(module_name))
             return value
         if kind == "submodule":
+            if entry.module in self.absent:
+                raise AttributeError(f"module {module_name!r} has no attribute {attr!r}")
             return importlib.import_module(entry.module)
         if kind == "unsupported":
             original = self.originals.get(module_name)
@@ -214,7 +220,11 @@ class Redirector:
     def names(self, module_name: str) -> Callable[[], list]:
         def provider() -> list:
             spec = self.table[module_name]
-            names = set(spec.names)
+            names = {
+                name
+                for name, entry in spec.names.items()
+                if not (entry.kind == "submodule" and entry.module in self.absent)
+            }
             original = self.originals.get(module_name)
             if original is not None:
                 names.update(getattr(original, "__all__", ()) or ())
