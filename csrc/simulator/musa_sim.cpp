@@ -139,6 +139,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     check_device(d);
     return py::make_tuple(t_current_stream[d], d, static_cast<int>(kMusa));
   });
+  // What _MusaStreamBase.musa_stream reads, on every torch (torch.Stream.native_handle, which
+  // reaches the guard's getStreamNativeHandle, came with torch 2.10 or 2.11).
+  m.def("_sim_stream_native_handle", [](int device_index, int64_t stream_id) {
+    return reinterpret_cast<uintptr_t>(
+        stream_native_handle(static_cast<c10::DeviceIndex>(device_index), stream_id));
+  });
   m.def("_musa_setStream", [](int64_t stream_id, int device_index, int /*device_type*/) {
     check_device(device_index);
     t_current_stream[device_index] = stream_id;

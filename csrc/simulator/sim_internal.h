@@ -36,6 +36,10 @@ extern thread_local std::array<c10::StreamId, kMaxDevices> t_current_stream;
 
 void check_device(c10::DeviceIndex d);
 
+// A stream's handle for the runtime (MUSAStream::stream()): NULL for the default stream, the
+// backend's record for its own streams, the id itself for an external stream.
+void* stream_native_handle(c10::DeviceIndex idx, c10::StreamId id);
+
 // ---------------------------------------------------------------- memory (sim_runtime.cpp)
 // Index 0: all, 1: small pool, 2: large pool. Written only with stats_mutex() held (the allocator
 // holds it anyway for its block table), so updates are plain loads and stores, not atomic

@@ -50,7 +50,7 @@ class Stream(torch_musa._MUSAC._MusaStreamBase):
 
     @property
     def musa_stream(self):
-        return self.native_handle
+        return torch_musa._MUSAC._sim_stream_native_handle(self.device_index, self.stream_id)
 
     def wait_event(self, event):
         event.wait(self)
