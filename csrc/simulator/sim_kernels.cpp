@@ -657,6 +657,18 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&sim_fallback>());
 }
 
+// torch registers an autograd fallback for AutogradPrivateUse1 itself only from 2.8 or 2.9 on;
+// before that an out-of-tree backend registers one, or every operator without an autograd kernel
+// of its own (c10d's collectives among them) refuses musa tensors. Registered at load, where torch
+// has none, and kept for the process.
+const bool g_autograd_fallback = [] {
+  const auto key = c10::DispatchKey::AutogradPrivateUse1;
+  if (c10::Dispatcher::singleton().hasBackendFallbackForDispatchKey(key)) return false;
+  auto* library = new torch::Library(torch::Library::IMPL, "_", key, __FILE__, __LINE__);
+  library->fallback(torch::CppFunction::makeFallthrough());
+  return true;
+}();
+
 }  // namespace torchada_sim
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import io
 import json
 
@@ -510,6 +511,16 @@ def test_lazy_conj_and_neg_views_and_copies_like_a_backend():
 
 
 # ---------------------------------------------------------------- profiler
+# torch 2.7 reads a PrivateUse1 backend's kernel times only while it is still named
+# "privateuseone": a renamed backend (musa) reports no device time there, on hardware too.
+_READS_RENAMED_DEVICE_TIME = 'use_device == "privateuseone"' not in inspect.getsource(
+    torch.autograd.profiler.profile._parse_kineto_results
+)
+
+
+@pytest.mark.skipif(
+    not _READS_RENAMED_DEVICE_TIME, reason="this torch's profiler drops a renamed backend's times"
+)
 def test_autograd_profiler_times_device_work_through_the_backend_stubs():
     import warnings
 

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 import torch
 from torch import nn
@@ -71,6 +73,17 @@ def test_out_forms_fail_as_on_torch_musa():
         torch.nn.parallel.comm.gather([t], out=torch.empty(2, device="musa:1"))
 
 
+# torch 2.7 and 2.9's parallel_apply takes torch.cuda.current_stream for every device, so plain
+# DataParallel (no torchada) cannot run on another backend there; through torchada it does
+# (tests/e2e_programs/data_parallel_cuda.py).
+_GENERIC_PARALLEL_APPLY = "torch.cuda.current_stream" not in inspect.getsource(
+    torch.nn.parallel.parallel_apply
+)
+
+
+@pytest.mark.skipif(
+    not _GENERIC_PARALLEL_APPLY, reason="this torch's parallel_apply uses torch.cuda streams"
+)
 @pytest.mark.filterwarnings("ignore:PyTorch is not compiled with NCCL support")
 def test_data_parallel_trains_like_one_device():
     # torch_musa's own unit test: nn.DataParallel over the musa devices.
