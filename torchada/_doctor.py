@@ -9,6 +9,7 @@ import sys
 from typing import Any, Dict, List
 
 from ._env import flag, switches
+from ._torch_features import left_out_pieces
 
 OVERRIDE_OFF_PREFIX = "TORCHADA_DISABLE_OP_OVERRIDE_"
 
@@ -59,6 +60,7 @@ def collect() -> Dict[str, Any]:
     state = getattr(native, "state", None)
     info["native_library"] = state() if callable(state) else "not loaded"
     info["op_overrides"] = _op_overrides(info)
+    info["left_out"] = left_out_pieces()
     info["warnings"] = warnings_for(info)
     return info
 
@@ -136,6 +138,8 @@ def render(info: Dict[str, Any]) -> str:
         lines.append("environment   " + ", ".join(f"{k}={v}" for k, v in info["switches"].items()))
     if info["switches_off"]:
         lines.append("subsystems off " + ", ".join(info["switches_off"]))
+    for piece, feature in info.get("left_out", {}).items():
+        lines.append(f"left out      {piece} (this torch has no {feature})")
     overrides_off = sorted(k for k in os.environ if k.startswith(OVERRIDE_OFF_PREFIX))
     if overrides_off:
         lines.append("overrides off " + ", ".join(overrides_off))
