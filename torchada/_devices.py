@@ -298,7 +298,6 @@ def _install_common(patcher: Any, native: Any) -> None:
 
     _register_deserializer(patcher)
 
-    _install_identity(patcher, native)
     _install_in_place_moves(patcher)
     _state["patcher"] = patcher
     patcher.on_undo(lambda: _state.update(patcher=None))
@@ -533,7 +532,7 @@ def install(patcher: Any) -> None:
     _backend = torch._C._get_privateuse1_backend_name()
     _by_index.clear()
     _str_cache.clear()
-    native = _native.load()
+    native = library = _native.load()
     if native is not None:
         why = _native_blocker(native)
         if not why:
@@ -554,6 +553,9 @@ def install(patcher: Any) -> None:
     else:
         _install_fallback(patcher)
     _install_common(patcher, native)
+    # Identity lives in torch.device's and TensorBase's own slots, not in the CUDA slots that
+    # translation needs: a CUDA build of torch (PyPI's, other than the CPU 2.13.0) keeps it native.
+    _install_identity(patcher, library)
     _path = "native" if native is not None else "python"
 
     def forget_path() -> None:
