@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 import os
 import subprocess
@@ -13,6 +14,8 @@ import threading
 import pytest
 
 from torchada import _ctypes
+
+from conftest import run_python
 
 pytestmark = pytest.mark.usefixtures("torchada_on", "musa_runtime_errors_read")
 
@@ -199,12 +202,23 @@ def test_concurrent_first_access():
 
 
 # ---------------------------------------------------------------- zero-configuration discovery
+@functools.lru_cache(maxsize=None)
+def _torchs_own_libcudart():
+    # A CUDA build of torch maps its own CUDA runtime at import (a MUSA one maps none): the paths
+    # `import torch` maps without torchada, which the program on MUSA would not meet.
+    code = "import torch\nfor l in open('/proc/self/maps'):\n    'libcudart' in l and print(l)"
+    out = run_python(code, env={"TORCHADA_DISABLE": "1"})
+    assert out.returncode == 0, out.stderr
+    return frozenset(line[line.index("/") :].strip() for line in out.stdout.split("\n") if line)
+
+
 def _loaded_libcudart():
-    # What vLLM's and SGLang's find_loaded_library("libcudart") do.
+    # What vLLM's and SGLang's find_loaded_library("libcudart") do, past torch's own runtime.
     with open("/proc/self/maps") as f:
         for line in f:
-            if "libcudart" in line:
-                return line[line.index("/") :].strip()
+            path = line[line.index("/") :].strip() if "libcudart" in line else None
+            if path and path not in _torchs_own_libcudart():
+                return path
     return None
 
 
@@ -257,9 +271,13 @@ def test_forwarding_library_switch_and_a_failed_build(py):
             def build(name):
                 raise _build.NativeBuildError("building torchada_cuda_shims failed: cc: not found")
             _cuda_shims.build = build
+        # A CUDA build of torch maps its own CUDA runtime at import: only what torchada maps counts.
+        def libcudarts():
+            return {ln.split()[-1] for ln in open("/proc/self/maps") if "libcudart" in ln}
+        own = libcudarts()
         _simulator.activate()
         assert torchada.enable()
-        mapped = any("libcudart" in line for line in open("/proc/self/maps"))
+        mapped = bool(libcudarts() - own)
         print(json.dumps({"mapped": mapped, "said": [m for m in records if "libcudart" in m],
                           "works": torch.ones(2, device="cuda").sum().item()}))
     """

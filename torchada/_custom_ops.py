@@ -8,14 +8,17 @@ dispatch_key)``, through ``torch._C._dispatch_library``; ``impl``, ``fallback``)
 ``Library.impl`` with "CUDA" and are covered by it. A device type "cuda" becomes "musa" in
 ``CustomOpDef.register_kernel`` (so ``custom_op(..., device_types="cuda")`` too),
 ``set_kernel_enabled`` and ``register_autocast`` (the op's own and
-``torch.library.register_autocast``), where torch keys kernels and casts by device type.
+``torch.library.register_autocast``, where torch takes device types other than cpu and cuda),
+where torch keys kernels and casts by device type.
 ``register_fake`` and the other device-free registrations are untouched.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
+import threading
 from typing import Any
 
 import torch
@@ -23,6 +26,7 @@ import torch.library
 from torch._library import custom_ops
 
 from ._devices import musa_device_type
+from ._torch_features import left_out
 
 logger = logging.getLogger("torchada")
 
@@ -91,6 +95,8 @@ def _patch_library(patcher: Any) -> None:
 
     @functools.wraps(impl)
     def impl_(self: Any, op_name: Any, fn: Any, dispatch_key: Any = "", **kwargs: Any) -> Any:
+        if getattr(_cuda_keys_kept, "on", False):
+            return impl(self, op_name, fn, dispatch_key, **kwargs)
         key = dispatch_key if dispatch_key != "" else self.dispatch_key
         musa_key = musa_dispatch_key(key)
         if musa_key == key:
@@ -149,8 +155,42 @@ def _patch_custom_op_def(patcher: Any) -> None:
     # has them.
     for name in ("set_kernel_enabled", "register_autocast"):
         method = getattr(cls, name, None)
-        if method is not None:
+        if name == "register_autocast" and method is not None and not autocast_any_device():
+            patcher.set_attr(cls, name, _autocast_left_out(method))
+        elif method is not None:
             patcher.set_attr(cls, name, _device_type_first(method))
+
+
+def autocast_any_device() -> bool:
+    """Whether this torch's ``register_autocast`` takes any device type with an autocast key
+    (it derives the key with ``torch._C._dispatch_key_for_device``); before, only cpu and cuda."""
+    method = inspect.unwrap(custom_ops.CustomOpDef.register_autocast)  # under torchada's wrapper
+    code = getattr(method, "__code__", None)
+    return code is not None and "_dispatch_key_for_device" in code.co_names
+
+
+_cuda_keys_kept = threading.local()
+
+
+def _autocast_left_out(register_autocast: Any) -> Any:
+    """Where torch's ``register_autocast`` takes only cpu and cuda, the rule stays CUDA's: its
+    AutocastCUDA kernel is not moved to MUSA's key (its guard excludes only AutocastCUDA and it
+    casts only 'cuda' tensors, so there it would call itself without end)."""
+    left_out(
+        "custom ops' register_autocast for cuda on MUSA",
+        "register_autocast for device types other than cpu and cuda",
+        "a custom op's autocast rule registered for 'cuda' does not apply under autocast on MUSA",
+    )
+
+    @functools.wraps(register_autocast)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        kept, _cuda_keys_kept.on = getattr(_cuda_keys_kept, "on", False), True
+        try:
+            return register_autocast(*args, **kwargs)
+        finally:
+            _cuda_keys_kept.on = kept
+
+    return wrapper
 
 
 def _device_type_first(method: Any) -> Any:
@@ -166,6 +206,9 @@ def _device_type_first(method: Any) -> Any:
 def _patch_register_autocast(patcher: Any) -> None:
     original = getattr(torch.library, "register_autocast", None)
     if original is None:
+        return
+    if not autocast_any_device():
+        patcher.set_attr(torch.library, "register_autocast", _autocast_left_out(original))
         return
 
     @functools.wraps(original)

@@ -129,9 +129,18 @@ def _register_codegen(common: Any) -> None:
             if not triton and device.type == _DEVICE:
                 self.writeline(self.wrap_kernel_call(kernel_name, call_args))
                 return
-            super()._generate_kernel_call_helper(
+            getattr(super(), kernel_call)(
                 kernel_name, call_args, device=device, triton=triton, **kwargs
             )
+
+    # Inductor writes a kernel's call in _generate_kernel_call_helper; before it had one (2.7, not
+    # 2.9), in generate_kernel_call itself.
+    kernel_call = "_generate_kernel_call_helper"
+    if not hasattr(PythonWrapperCodegen, kernel_call):
+        kernel_call = "generate_kernel_call"
+        SimulatorWrapperCodegen.generate_kernel_call = (  # type: ignore[method-assign]
+            SimulatorWrapperCodegen._generate_kernel_call_helper
+        )
 
     if device not in device_interface.device_interfaces:
         device_interface.register_interface_for_device(device, _device_interface())
@@ -155,8 +164,10 @@ def _treat_musa_nodes_as_cpu(device: str, common: Any) -> None:
 
     from torch._inductor import scheduler, utils
 
-    original_backend = utils.get_current_backend
-    if not getattr(original_backend, "_musa_sim", False):
+    # Inductor without get_current_backend (2.7, not 2.9) asks config.cuda_backend inline, and
+    # does the dtype bookkeeping it gates for "triton": nothing to answer there.
+    original_backend = getattr(utils, "get_current_backend", None)
+    if original_backend is not None and not getattr(original_backend, "_musa_sim", False):
 
         @functools.wraps(original_backend)
         def get_current_backend(device_type: "str | None" = None) -> str:

@@ -15,6 +15,11 @@
 
 #include <musa_runtime_api.h>
 
+#include "../../../../../torch_features.h"
+#if !TORCHADA_HAS_STREAM_NATIVE_HANDLE
+#include <pybind11/pybind11.h>
+#endif
+
 namespace c10::musa {
 
 namespace detail {
@@ -65,7 +70,16 @@ class MUSAStream {
 
   // The backend's native handle of this stream.
   musaStream_t stream() const {
+#if TORCHADA_HAS_STREAM_NATIVE_HANDLE
     return static_cast<musaStream_t>(detail::guard_impl()->getStreamNativeHandle(stream_));
+#else
+    // A torch without getStreamNativeHandle (before 2.11): the simulated backend answers through
+    // its module, as Stream.musa_stream does.
+    pybind11::gil_scoped_acquire gil;
+    auto handle = pybind11::module_::import("torch_musa._MUSAC")
+                      .attr("_sim_stream_native_handle")(stream_.device_index(), stream_.id());
+    return reinterpret_cast<musaStream_t>(handle.cast<uintptr_t>());
+#endif
   }
 
   c10::Stream unwrap() const { return stream_; }
