@@ -12,10 +12,9 @@ import textwrap
 import threading
 
 import pytest
+from conftest import run_python
 
 from torchada import _ctypes
-
-from conftest import run_python
 
 pytestmark = pytest.mark.usefixtures("torchada_on", "musa_runtime_errors_read")
 
