@@ -11,9 +11,16 @@ import textwrap
 
 import pytest
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# A CUDA build of torch keeps its own 'cuda' device: the native translation refuses to register
+# there and the Python path serves "cuda" (as torchada says when it starts).
+CUDA_BUILD = bool(torch.version.cuda)
+needs_native_translation = pytest.mark.skipif(
+    CUDA_BUILD, reason="this torch is built with CUDA: no native device translation"
+)
 
 PRELUDE = """
 import json, logging, sys
@@ -111,25 +118,30 @@ def test_install_and_undo(py, native):
     """,
         native=native,
     )
-    assert out["path"] == ("native" if native else "python")
+    translates = native and not CUDA_BUILD
+    assert out["path"] == ("native" if translates else "python")
     assert out["state"] == ("loaded" if native else "off")
     assert out["restored"] == sorted(
         ["to", "cuda", "Generator", "empty", "new_zeros", "storage_new", "ctx_init"]
     )
     assert out["registry_restored"] and out["path_after"] is None and out["hook_restored"]
     # Natively, torch_musa's Python Tensor.to stays and only its final C call is replaced.
-    assert out["hook_taken"] is native
+    assert out["hook_taken"] is translates
     assert out["again"] == "musa:1"
-    if native:
+    if translates:
         # No Python between a factory and the dispatcher; torch.device is torch's own class.
         assert not out["empty_wrapped"] and out["empty_is_torch"] and out["device_is_torch"]
         assert out["registered"] and out["enabled"]
         assert out["enabled_after"] is False and out["enabled_again"] is True
     else:
         assert out["empty_wrapped"] and out["device_is_torch"]
-        assert "registered" not in out  # TORCHADA_NATIVE=0 never even loads the library
+        if native:  # loaded, but refused to register on a CUDA build
+            assert not out["registered"] and not out["enabled"]
+        else:
+            assert "registered" not in out  # TORCHADA_NATIVE=0 never even loads the library
 
 
+@needs_native_translation
 def test_native_tensor_to_without_a_python_wrapper(py):
     # Where Tensor.to is torch's own C method (no torch_musa wrapper to hook), the native path
     # replaces it with a C method descriptor: same behaviour.
@@ -233,6 +245,9 @@ def test_disabled_fails_as_without_torchada(py, native):
         native=native,
     )
     assert {k: v[0] for k, v in after.items()} == {k: v[0] for k, v in never.items()}
+    if CUDA_BUILD:  # torch's own CUDA runtime answers, untouched, on either path
+        assert after == never and after["empty"][0] == "RuntimeError"
+        return
     assert after["empty"][0] == "NotImplementedError" and "'CUDA' backend" in after["empty"][1]
     assert "not linked with support for cuda devices" in after["to"][1]
     if native:  # the inert native pieces say why
@@ -257,7 +272,9 @@ def test_native_off_platform_registers_nothing(py):
     """,
     )
     assert out["loaded"] and not out["registered"] and out["enabled"] is False
-    assert "torch_musa is not loaded" in out["blocker"]
+    # A CUDA build's own device guard is the first thing in the way; else, torch_musa's absence.
+    want = "this PyTorch has CUDA support" if CUDA_BUILD else "torch_musa is not loaded"
+    assert want in out["blocker"]
     assert out["empty"] in ("AssertionError", "RuntimeError", "NotImplementedError")
 
 

@@ -8,12 +8,17 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 
 import pytest
 import torch
 from conftest import REPO, run_python
 
 from torchada._torch_features import has_operator
+
+# A CUDA build of torch (PyPI's 2.7.1) is the CUDA platform without torch_musa, and keeps its own
+# CUDA bindings; torch_musa pairs with a CPU build.
+CUDA_BUILD = torch.version.cuda is not None
 
 # TORCHADA_ACTIVE=0: these processes start fresh, not as children of this test process (which
 # has torchada on for the in-process tests below).
@@ -102,6 +107,7 @@ def on(torchada_on):
 
 
 def test_flex_attention_runs_on_musa_and_matches_the_cpu(on):
+    import torch.nn.attention.flex_attention as fa
     from torch.nn.attention.flex_attention import flex_attention
 
     torch.manual_seed(0)
@@ -110,8 +116,14 @@ def test_flex_attention_runs_on_musa_and_matches_the_cpu(on):
     def causal(score, b, h, q_idx, kv_idx):
         return torch.where(q_idx >= kv_idx, score, -float("inf"))
 
-    with pytest.warns(UserWarning):  # torch's own advice to compile it, as on CUDA
+    # torch's own advice to compile it, as on CUDA, where torch gives it (its switch is
+    # _FLEX_ATTENTION_DISABLE_COMPILE_DEBUG; torch 2.7 has neither).
+    advises = hasattr(fa, "_FLEX_ATTENTION_DISABLE_COMPILE_DEBUG")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         got = flex_attention(q.cuda(), k.cuda(), v.cuda(), score_mod=causal)
+    advice = [w for w in caught if "without torch.compile()" in str(w.message)]
+    assert bool(advice) is advises
     want = flex_attention(q, k, v, score_mod=causal)
     assert got.device.type == "musa"
     torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
@@ -156,15 +168,24 @@ def test_mm_out_dtype_refuses_what_cuda_refuses(on):
 
 
 def test_private_torch_hooks_answer_for_musa(on):
+    from torchada import _private_hooks
+
     assert torch.cuda._is_compiled() is True
     assert torch.cuda._device_count_nvml() == torch.musa.device_count() == 2
+    if CUDA_BUILD:  # torch's own binding (of the CUDA runtime) stays; torchada adds none
+        assert torch._C._cuda_getCurrentRawStream is not _private_hooks._raw_stream
+    else:
+        _raw_stream_answers_for_musa()
+    import torch._inductor.autotune_process as autotune
+
+    assert autotune.CUDA_VISIBLE_DEVICES == "MUSA_VISIBLE_DEVICES"
+
+
+def _raw_stream_answers_for_musa():
     side = torch.cuda.Stream(device=1)
     with torch.musa.stream(side):
         assert torch._C._cuda_getCurrentRawStream(1) == side.musa_stream != 0
     assert torch._C._cuda_getCurrentRawStream(0) == torch.musa.current_stream(0).musa_stream
-    import torch._inductor.autotune_process as autotune
-
-    assert autotune.CUDA_VISIBLE_DEVICES == "MUSA_VISIBLE_DEVICES"
 
 
 def test_private_hooks_are_undone():
@@ -175,7 +196,8 @@ def test_private_hooks_are_undone():
         print(json.dumps([torch.cuda._is_compiled(), hasattr(torch._C, "_cuda_getCurrentRawStream"),
                           autotune.CUDA_VISIBLE_DEVICES]))
     """
-    assert _last(run_python(code, env=SIM)) == [False, False, "CUDA_VISIBLE_DEVICES"]
+    # torch's own answers: a CUDA build is compiled with CUDA and has the raw-stream binding.
+    assert _last(run_python(code, env=SIM)) == [CUDA_BUILD, CUDA_BUILD, "CUDA_VISIBLE_DEVICES"]
 
 
 # ------------------------------------------------------------------ 5. CUDA_HOME
@@ -183,15 +205,20 @@ def test_cuda_home_of_a_cpp_extension_module_imported_before_torchada(tmp_path):
     (tmp_path / "include").mkdir()
     code = """
         import json, torch, torch.utils.cpp_extension as early
+        own = early.CUDA_HOME
         import torchada
         paths = early.include_paths(device_type="cuda")
         home = early.CUDA_HOME
         torchada.disable()
-        print(json.dumps([home, [p for p in paths if p.startswith(home)], early.CUDA_HOME]))
+        print(json.dumps([home, [p for p in paths if p.startswith(home)], early.CUDA_HOME, own]))
     """
     home = str(tmp_path)
     r = run_python(code, env={**SIM, "MUSA_HOME": home})
-    assert _last(r) == [home, [os.path.join(home, "include")], None]
+    *got, own = _last(r)
+    # disable() gives torch's own back: none on a CPU build, a CUDA build's where it finds one.
+    assert got == [home, [os.path.join(home, "include")], own]
+    if not CUDA_BUILD:
+        assert own is None
 
 
 # ------------------------------------------------------------------ 6. public helpers
@@ -233,5 +260,8 @@ def test_published_helpers_off_musa():
                           torchada.get_original_init_process_group(), error]))
     """
     platform, patched, original, error = _last(run_python(code, env={"TORCHADA_ACTIVE": "0"}))
+    if CUDA_BUILD:  # the CUDA platform: torch.cuda is its backend
+        assert (platform, patched, original, error) == ("cuda", True, None, None)
+        return
     assert (platform, patched, original) == ("cpu", True, None)
     assert error.startswith("No GPU platform available")

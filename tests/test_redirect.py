@@ -24,7 +24,18 @@ def _original(module_name: str):
     return module.__dict__.get("__torchada_original__") or module
 
 
-def _public_names():
+def _lacks(module_name: str, name: str) -> bool:
+    """Whether ``name`` is one of the registry's names of a newer torch that this torch lacks
+    (an unsupported name, or a submodule such as torch.cuda.green_contexts before 2.10)."""
+    entry = TABLE[module_name]["names"].get(name)
+    if entry is None:
+        return False
+    if entry["kind"] == "submodule":
+        return importlib.util.find_spec(entry["module"]) is None
+    return entry["kind"] == "unsupported" and not hasattr(_original(module_name), name)
+
+
+def _public_names(absent: bool = False):
     for module_name in TABLE:
         if importlib.util.find_spec(module_name) is None:
             continue  # a module this torch lacks (torch.cuda.green_contexts before 2.10)
@@ -32,10 +43,12 @@ def _public_names():
         names = set(getattr(original, "__all__", None) or ())
         names.update(TABLE[module_name]["names"])
         for name in sorted(names):
-            yield module_name, name
+            if _lacks(module_name, name) == absent:
+                yield module_name, name
 
 
 PUBLIC = list(_public_names())
+ABSENT = list(_public_names(absent=True))
 
 
 def test_registry_covers_torch_cuda_all():
@@ -89,6 +102,18 @@ def test_every_public_name_resolves_by_its_class(module_name, name):
     ns: dict = {}
     exec(f"from {module_name} import {name} as v", ns)
     assert ns["v"] is exposed
+
+
+def test_names_this_torch_lacks_are_absent():
+    # As on CUDA with the same torch: torchada adds no API that this torch lacks (the newest
+    # torch has every name of the registry, so there this checks nothing).
+    for module_name, name in ABSENT:
+        proxy = importlib.import_module(module_name)
+        with pytest.raises(AttributeError, match=name):
+            getattr(proxy, name)
+        assert name not in dir(proxy)
+        with pytest.raises(ImportError):
+            exec(f"from {module_name} import {name}", {})
 
 
 def test_identity_between_import_forms():
@@ -170,9 +195,13 @@ def test_graph_keyword_and_capture():
 
 
 def test_unsupported_class_and_module():
-    with pytest.raises(UnsupportedCUDAAPIError, match="green contexts"):
-        torch.cuda.GreenContext()
-    assert not isinstance(object(), torch.cuda.GreenContext)
+    if hasattr(_original("torch.cuda"), "GreenContext"):
+        with pytest.raises(UnsupportedCUDAAPIError, match="green contexts"):
+            torch.cuda.GreenContext()
+        assert not isinstance(object(), torch.cuda.GreenContext)
+    else:  # this torch has no green contexts on CUDA either
+        with pytest.raises(AttributeError, match="GreenContext"):
+            torch.cuda.GreenContext
     with pytest.raises(UnsupportedCUDAAPIError, match="NVRTC"):
         torch.cuda.jiterator._create_jit_fn("code")
 

@@ -191,12 +191,13 @@ def _patch_musa_initialized(torch_musa: Any) -> None:
     # already has). The module keeps its plain class (a property on a subclass would tax every
     # torch.musa attribute read). `_lazy_call` records the caller's formatted stack for its error
     # messages, which costs milliseconds at import; ours gets a one-line note instead.
-    _patcher.set_attr(torch_musa, "_initialized", bool(torch_musa.is_initialized()))
+    handle = _patcher.set_attr(torch_musa, "_initialized", bool(torch_musa.is_initialized()))
     live = [True]
 
     def mark_initialized() -> None:
         if live[0]:
-            torch_musa._initialized = True
+            # Still torchada's value, so that disable() puts torch_musa's own copy back.
+            torch_musa._initialized = handle.new = True
 
     _patcher.on_undo(lambda: live.__setitem__(0, False))
     format_stack = traceback.format_stack

@@ -208,6 +208,9 @@ class Redirector:
             return importlib.import_module(entry.module)
         if kind == "unsupported":
             original = self.originals.get(module_name)
+            if original is not None and not hasattr(original, attr):
+                # A name of a newer torch than this one: absent, as on CUDA with this torch.
+                raise AttributeError(f"module {module_name!r} has no attribute {attr!r}")
             value = getattr(original, attr, None) if original is not None else None
             if value is not None and not callable(value):
                 raise UnsupportedCUDAAttributeError(
@@ -220,12 +223,17 @@ class Redirector:
     def names(self, module_name: str) -> Callable[[], list]:
         def provider() -> list:
             spec = self.table[module_name]
+            original = self.originals.get(module_name)
             names = {
                 name
                 for name, entry in spec.names.items()
                 if not (entry.kind == "submodule" and entry.module in self.absent)
+                and not (
+                    entry.kind == "unsupported"
+                    and original is not None
+                    and not hasattr(original, name)
+                )
             }
-            original = self.originals.get(module_name)
             if original is not None:
                 names.update(getattr(original, "__all__", ()) or ())
             if spec.target:
