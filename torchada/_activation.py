@@ -302,14 +302,14 @@ def _enable(simulate: Optional[bool]) -> bool:
 
     table = load_table()
     originals: Dict[str, Any] = {}
-    for name in list(table):
+    for name in table:
         try:
             originals[name] = importlib.import_module(name)
         except ImportError:
-            # A module this torch lacks (torch.cuda.green_contexts before 2.9's successors):
-            # torchada mirrors the installed torch and adds no module to it.
+            # A module this torch lacks (torch.cuda.green_contexts on 2.7 and 2.9): torchada
+            # mirrors the installed torch and adds no module to it.
             logger.debug("torchada: %s is not in this torch; not redirected", name)
-            table = {k: v for k, v in table.items() if k != name}
+    table = {name: spec for name, spec in table.items() if name in originals}
     # Fill modules import what they stand in for (ctypes, ...): load them while the
     # originals are still the ones in sys.modules. A table's "preload" names what to load
     # instead, when its fill modules reach the originals another way (and load at first use).

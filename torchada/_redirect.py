@@ -178,6 +178,14 @@ class Redirector:
             )
         raise AttributeError(f"module {module_name!r} has no attribute {attr!r}")
 
+    def _lacks(self, module_name: str, attr: str, entry: NameRule) -> bool:
+        """Whether a registry row names what this torch lacks (a submodule or an unsupported
+        name of a newer torch): absent then, as on CUDA with this torch."""
+        if entry.kind == "submodule":
+            return entry.module in self.absent
+        original = self.originals.get(module_name)
+        return entry.kind == "unsupported" and original is not None and not hasattr(original, attr)
+
     def _resolve_entry(self, module_name: str, attr: str, entry: NameRule) -> Any:
         kind = entry.kind
         api = f"{module_name}.{attr}"
@@ -202,15 +210,12 @@ class Redirector:
             if attr == "is_available" and note_honest_is_available:
                 return _noting_is_available(value, self._target(module_name))
             return value
+        if self._lacks(module_name, attr, entry):
+            raise AttributeError(f"module {module_name!r} has no attribute {attr!r}")
         if kind == "submodule":
-            if entry.module in self.absent:
-                raise AttributeError(f"module {module_name!r} has no attribute {attr!r}")
             return importlib.import_module(entry.module)
         if kind == "unsupported":
             original = self.originals.get(module_name)
-            if original is not None and not hasattr(original, attr):
-                # A name of a newer torch than this one: absent, as on CUDA with this torch.
-                raise AttributeError(f"module {module_name!r} has no attribute {attr!r}")
             value = getattr(original, attr, None) if original is not None else None
             if value is not None and not callable(value):
                 raise UnsupportedCUDAAttributeError(
@@ -224,16 +229,7 @@ class Redirector:
         def provider() -> list:
             spec = self.table[module_name]
             original = self.originals.get(module_name)
-            names = {
-                name
-                for name, entry in spec.names.items()
-                if not (entry.kind == "submodule" and entry.module in self.absent)
-                and not (
-                    entry.kind == "unsupported"
-                    and original is not None
-                    and not hasattr(original, name)
-                )
-            }
+            names = {n for n, e in spec.names.items() if not self._lacks(module_name, n, e)}
             if original is not None:
                 names.update(getattr(original, "__all__", ()) or ())
             if spec.target:

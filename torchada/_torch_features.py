@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Dict, Optional
+from typing import Dict, Optional
 
 logger = logging.getLogger("torchada")
 
@@ -79,15 +79,3 @@ def has_operator(name: str) -> bool:
     except RuntimeError:
         return False
     return True
-
-
-def has_attrs(obj: Any, *names: str) -> bool:
-    """Whether ``obj`` has every attribute in ``names``.
-
-    Example::
-
-        >>> import torch
-        >>> has_attrs(torch, "float16", "bfloat16")
-        True
-    """
-    return all(hasattr(obj, name) for name in names)
