@@ -168,14 +168,10 @@ def test_mm_out_dtype_refuses_what_cuda_refuses(on):
 
 
 def test_private_torch_hooks_answer_for_musa(on):
-    from torchada import _private_hooks
-
     assert torch.cuda._is_compiled() is True
     assert torch.cuda._device_count_nvml() == torch.musa.device_count() == 2
-    if CUDA_BUILD:  # torch's own binding (of the CUDA runtime) stays; torchada adds none
-        assert torch._C._cuda_getCurrentRawStream is not _private_hooks._raw_stream
-    else:
-        _raw_stream_answers_for_musa()
+    # On every build of torch: a CUDA build's own binding would reach for a CUDA device.
+    _raw_stream_answers_for_musa()
     import torch._inductor.autotune_process as autotune
 
     assert autotune.CUDA_VISIBLE_DEVICES == "MUSA_VISIBLE_DEVICES"

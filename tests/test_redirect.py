@@ -202,8 +202,10 @@ def test_unsupported_class_and_module():
     else:  # this torch has no green contexts on CUDA either
         with pytest.raises(AttributeError, match="GreenContext"):
             torch.cuda.GreenContext
+    # A module unsupported as a whole: its own classes cannot be made (defining a jiterator
+    # function is a row of its own: tests/test_torch_c_bindings.py).
     with pytest.raises(UnsupportedCUDAAPIError, match="NVRTC"):
-        torch.cuda.jiterator._create_jit_fn("code")
+        torch.cuda.jiterator._JittedFunction("template <typename T> T f(T x) { return x; }")
 
 
 def test_unknown_names_fail_like_plain_torch():

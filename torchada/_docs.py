@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import List
 
+from . import _tables
 from ._redirect import load_table
 
 KIND_WORDS = {
@@ -20,12 +21,16 @@ def render_cuda_table() -> str:
     lines: List[str] = [
         "# torch.cuda on MUSA, name by name",
         "",
-        "Generated from `torchada/tables/torch_cuda.json` by `python -m torchada tables`; "
+        "Generated from `torchada/tables/torch_cuda.json` (and the other module tables) by "
+        "`python -m torchada tables`; "
         "do not edit.",
         "Every other public name resolves to the same name on torch_musa.",
         "",
     ]
-    for module_name, spec in load_table().items():
+    modules = dict(load_table())
+    # torch._C's private CUDA bindings (tables/torch_c.json), set on torch._C itself.
+    modules.update(_tables.load("torch_c").modules)
+    for module_name, spec in modules.items():
         target = {None: "(none)", "@original": "its own module, with overrides"}.get(
             spec.target, spec.target
         )

@@ -1,7 +1,9 @@
-"""Private torch hooks that real libraries and torch's own compiler read, answered for MUSA.
+"""Private torch hooks that real libraries and torch's own code read, answered for MUSA.
 
-- ``torch._C._cuda_getCurrentRawStream(device_index)``: the raw handle of the current stream
-  (Inductor's generated code and Triton launchers call it as ``get_raw_stream``);
+- ``torch._C``'s private CUDA bindings (``_cuda_setStream``, ``_cuda_getCurrentRawStream``,
+  ``_broadcast``, ...), one row each in tables/torch_c.json: torch_musa's binding, a fill, or
+  unsupported with a reason. They are set on ``torch._C`` on every torch build (a CUDA build of
+  torch has its own, which would reach for a CUDA device) and undone with torchada;
 - ``torch._inductor.autotune_process.CUDA_VISIBLE_DEVICES``: the variable Inductor sets to pin
   each autotuning subprocess to one device, which on MUSA is ``MUSA_VISIBLE_DEVICES``;
 - ``torch.nn.attention.flex_attention._validate_device``: FlexAttention accepts musa tensors.
@@ -12,17 +14,16 @@ table (tables/torch_cuda.json).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import torch
 
 from ._after_import import when_imported
 
+logger = logging.getLogger("torchada")
+
 _state: dict = {"patcher": None}
-
-
-def _raw_stream(device_index: int) -> int:
-    return torch.musa.current_stream(device_index).musa_stream
 
 
 def _patch_autotune(module: Any) -> None:
@@ -42,10 +43,27 @@ def _patch_flex_attention(module: Any) -> None:
     _state["patcher"].set_attr(module, "_validate_device", _validate_device)
 
 
+def install_c_bindings(patcher: Any) -> None:
+    """Sets each row of tables/torch_c.json on ``torch._C``."""
+    from . import _tables
+    from ._redirect import Redirector
+
+    table = _tables.load("torch_c").modules
+    # No original module: every row applies, whatever this build of torch binds itself.
+    resolver = Redirector({"torch._C": None}, table=table)
+    for name in table["torch._C"].names:
+        try:
+            value = resolver.resolve("torch._C", name)
+        except (AttributeError, ImportError) as err:
+            # A torch_musa release without the binding a row names: that row alone stays out.
+            logger.warning("torchada: torch._C.%s is left out: %s", name, err)
+            continue
+        patcher.set_attr(torch._C, name, value)
+
+
 def install(patcher: Any) -> None:
     _state["patcher"] = patcher
     patcher.on_undo(lambda: _state.update(patcher=None))
-    if not hasattr(torch._C, "_cuda_getCurrentRawStream"):
-        patcher.set_attr(torch._C, "_cuda_getCurrentRawStream", _raw_stream)
+    install_c_bindings(patcher)
     when_imported("torch._inductor.autotune_process", _patch_autotune, _state)
     when_imported("torch.nn.attention.flex_attention", _patch_flex_attention, _state)

@@ -11,7 +11,7 @@ import functools
 import importlib
 import logging
 from types import ModuleType
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Mapping, Optional
 
 from torchada_hooks import ProxyModule
 
@@ -48,6 +48,17 @@ def load_table() -> Dict[str, ModuleSpec]:
                 raise ValueError(f"{name} is described twice in torchada/tables")
             modules[name] = spec
     return modules
+
+
+def original_module(name: str) -> ModuleType:
+    """Module ``name`` as torch (or Python) defines it, also while a proxy stands in for it.
+
+    Example::
+
+        >>> original_module("torch.cuda.jiterator")._create_jit_fn  # doctest: +SKIP
+    """
+    module = importlib.import_module(name)
+    return vars(module).get("__torchada_original__") or module
 
 
 def _import_ref(ref: str) -> Any:
@@ -115,8 +126,13 @@ def _force_cuda_available() -> bool:
 class Redirector:
     """Makes one resolver per proxied module; holds the originals it falls back to."""
 
-    def __init__(self, originals: Dict[str, Optional[ModuleType]]):
-        table = load_table()
+    def __init__(
+        self,
+        originals: Dict[str, Optional[ModuleType]],
+        table: Optional[Mapping[str, ModuleSpec]] = None,
+    ):
+        # ``table``: another module table than the proxied modules' (torch._C's bindings).
+        table = load_table() if table is None else table
         # The table's modules this torch lacks (not in ``originals``): neither redirected nor
         # named as submodules, as on CUDA with the same torch.
         self.absent = {name for name in table if name not in originals}

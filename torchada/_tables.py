@@ -542,6 +542,7 @@ SCHEMAS: Dict[str, Type[Row]] = {
     "torch_distributed": ModuleTable,
     "ctypes_modules": ModuleTable,
     "torch_cpp_extension": ModuleTable,
+    "torch_c": ModuleTable,
     "switches": SwitchTable,
     "cuda_device_params": DeviceParamTable,
     "cuda_build": BuildTable,

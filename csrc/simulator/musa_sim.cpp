@@ -145,11 +145,17 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     return reinterpret_cast<uintptr_t>(
         stream_native_handle(static_cast<c10::DeviceIndex>(device_index), stream_id));
   });
-  m.def("_musa_setStream", [](int64_t stream_id, int device_index, int /*device_type*/) {
-    check_device(device_index);
-    t_current_stream[device_index] = stream_id;
-    t_current_device = static_cast<c10::DeviceIndex>(device_index);
-  });
+  // torch_musa parses keywords, all optional (Module.cpp: PyMusaSetStream).
+  m.def(
+      "_musa_setStream",
+      [](int64_t stream_id, int device_index, int /*device_type*/) {
+        check_device(device_index);
+        t_current_stream[device_index] = stream_id;
+        t_current_device = static_cast<c10::DeviceIndex>(device_index);
+      },
+      py::arg("stream_id") = 0,
+      py::arg("device_index") = 0,
+      py::arg("device_type") = 0);
   m.def("_musa_default_generator", [](int idx) {
     return py::reinterpret_steal<py::object>(
         THPGenerator_initDefaultGenerator(default_generator(static_cast<c10::DeviceIndex>(idx))));

@@ -195,3 +195,25 @@ def _device_count_nvml() -> int:
     # torch.cuda asks NVML for the count without initialising the device; MUSA has no NVML, and
     # torch_musa's count does not initialise the device either.
     return int(_musa().device_count())
+
+
+def _jitted(name: str):
+    def create(code_string: str, *args: Any, **kwargs: Any):
+        from .._redirect import original_module
+
+        # torch's own function object parses the code and checks the arguments; running it
+        # reaches torch._C._cuda_jiterator_compile_and_launch_kernel, unsupported on MUSA.
+        fn = getattr(original_module("torch.cuda.jiterator"), name)(code_string, *args, **kwargs)
+        fn.is_cuda_available = is_available()
+        return fn
+
+    create.__name__ = create.__qualname__ = name
+    create.__doc__ = (
+        f"torch.cuda.jiterator.{name} on MUSA: defining the function succeeds (libraries do it "
+        "at import), calling it raises UnsupportedCUDAAPIError (no NVRTC on MUSA)."
+    )
+    return create
+
+
+jiterator_create_jit_fn = _jitted("_create_jit_fn")
+jiterator_create_multi_output_jit_fn = _jitted("_create_multi_output_jit_fn")

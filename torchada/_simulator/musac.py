@@ -106,6 +106,8 @@ def load(config):
     ext._get_device_properties = _device_properties
     # Work queued on a simulated stream runs at once: there is nothing to keep busy.
     ext._musa_sleep = lambda cycles: None
+    # The simulated muBLAS keeps no workspaces to free.
+    ext._musa_clearMublasWorkspaces = lambda: None
     ext._sim_configure(config.device_count, config.spec["total_memory"])
     parallel_comm.add_entry_points(ext)
     # torch_musa's C module registers the MCCL process group when it is imported.
