@@ -15,12 +15,18 @@ import torchada
 from torchada._redirect import UnsupportedCUDAAPIError
 
 B = torch.backends
+# torch's fp32_precision settings, parents before the ops that inherit from them (setting a parent
+# resets its children).
 _PRECISIONS = [
-    ("cuda", "matmul"),
+    ("generic", "all"),
     ("cuda", "all"),
+    ("mkldnn", "all"),
+    ("cuda", "matmul"),
     ("cuda", "conv"),
     ("cuda", "rnn"),
-    ("generic", "all"),
+    ("mkldnn", "matmul"),
+    ("mkldnn", "conv"),
+    ("mkldnn", "rnn"),
 ]
 # The fp32_precision TF32 API; older torches have only the allow_tf32 flags.
 _HAS_FP32_PRECISION = hasattr(torch._C, "_get_fp32_precision_getter")
@@ -45,6 +51,7 @@ def restore_flags():
     saved = {
         "mudnn": B.mudnn.allow_tf32,
         "cublas": torch._C._get_cublas_allow_tf32(),
+        "matmul_precision": torch.get_float32_matmul_precision(),
         "cudnn": (
             torch._C._get_cudnn_enabled(),
             torch._C._get_cudnn_benchmark(),
@@ -65,9 +72,11 @@ def restore_flags():
         ),
     }
     yield
+    # The legacy settings first: on torch >= 2.9 they also set the matmul fp32_precision values.
+    torch._C._set_cublas_allow_tf32(saved["cublas"])
+    torch._C._set_float32_matmul_precision(saved["matmul_precision"])
     for p, value in saved["precisions"].items():
         torch._C._set_fp32_precision_setter(*p, value)
-    torch._C._set_cublas_allow_tf32(saved["cublas"])
     B.mudnn.allow_tf32 = saved["mudnn"]
     enabled_, bench, det, tf32 = saved["cudnn"]
     torch._C._set_cudnn_enabled(enabled_)
@@ -88,44 +97,205 @@ def test_cuda_is_built_and_cudnn_is_mudnn():
     assert isinstance(B.cudnn.version(), int)
 
 
+def test_tf32_defaults_are_cudas_and_disable_gives_mudnn_back(py):
+    # A fresh process: what a CUDA program reads at start, and muDNN's switch following it.
+    code = """
+        import json, torch
+        import torchada
+        B = torch.backends
+        seen = [B.cuda.matmul.allow_tf32, B.cudnn.allow_tf32, torch.get_float32_matmul_precision()]
+        seen.append(B.mudnn.allow_tf32)
+        torchada.disable()
+        seen.append(B.mudnn.allow_tf32)  # torch_musa's own default again
+        print(json.dumps(seen))
+    """
+    r = py(code, env={"TORCHADA_SIMULATE": "1"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == [False, True, "highest", False, True]
+
+
+@pytest.mark.parametrize("before", [True, False])
+def test_activation_follows_matmul_flag_and_disable_restores(before):
+    torchada.disable()
+    try:
+        torchs = torch.set_float32_matmul_precision
+        assert not hasattr(torchs, "__wrapped__")
+        torch._C._set_cublas_allow_tf32(not before)
+        B.mudnn.allow_tf32 = before
+        assert torchada.enable()
+        assert B.mudnn.allow_tf32 is (not before)  # torch's matmul flag, not torch_musa's value
+        assert torch.set_float32_matmul_precision.__wrapped__ is torchs
+        torch.set_float32_matmul_precision("highest")
+        torch.set_float32_matmul_precision("high")
+        torchada.disable()
+        assert B.mudnn.allow_tf32 is before  # the value muDNN had before activation
+        assert torch.set_float32_matmul_precision is torchs
+        torch.set_float32_matmul_precision("highest")  # torch's alone now
+        assert B.mudnn.allow_tf32 is before
+    finally:
+        if not torchada.is_enabled():
+            assert torchada.enable()
+
+
 @pytest.mark.parametrize("value", [True, False])
-def test_matmul_allow_tf32_is_mudnn_switch(value):
+def test_matmul_allow_tf32_reads_torchs_flag_and_writes_mudnn(value):
     B.cuda.matmul.allow_tf32 = value
-    assert B.mudnn.allow_tf32 is value and B.cuda.matmul.allow_tf32 is value
-    # torch's own flag follows, as on CUDA.
+    assert torch._C._get_cublas_allow_tf32() is value and B.cuda.matmul.allow_tf32 is value
+    assert B.mudnn.allow_tf32 is value
     assert torch.get_float32_matmul_precision() == ("high" if value else "highest")
-    B.mudnn.allow_tf32 = not value  # the MUSA switch is what is read back
-    assert B.cuda.matmul.allow_tf32 is (not value)
-    with pytest.raises(TypeError):
+    if _HAS_FP32_PRECISION:
+        assert B.cuda.matmul.fp32_precision == ("tf32" if value else "ieee")
+    B.mudnn.allow_tf32 = not value  # muDNN's switch is not what the flag reads
+    assert B.cuda.matmul.allow_tf32 is value
+    with pytest.raises(RuntimeError, match="expects a bool, but got str"):
         B.cuda.matmul.allow_tf32 = "yes"
+    assert B.mudnn.allow_tf32 is (not value)  # torch refused it: muDNN untouched
 
 
-def test_cudnn_allow_tf32_is_the_same_switch():
+def test_cudnn_allow_tf32_reads_torchs_flag_and_shares_mudnn():
     B.cudnn.allow_tf32 = False
-    assert B.mudnn.allow_tf32 is False and B.cudnn.allow_tf32 is False
-    B.cuda.matmul.allow_tf32 = True  # one switch for both: the last write wins
-    assert B.cudnn.allow_tf32 is True
+    assert torch._C._get_cudnn_allow_tf32() is False and B.cudnn.allow_tf32 is False
+    assert B.mudnn.allow_tf32 is False
+    B.cuda.matmul.allow_tf32 = True  # one muDNN switch: the last write wins
+    assert B.mudnn.allow_tf32 is True
+    assert B.cudnn.allow_tf32 is False and B.cuda.matmul.allow_tf32 is True  # torch's stay apart
+    B.cudnn.allow_tf32 = True
+    B.cuda.matmul.allow_tf32 = False
+    assert B.mudnn.allow_tf32 is False and B.cudnn.allow_tf32 is True
+    with pytest.raises(RuntimeError, match="expects a bool, but got int"):
+        B.cudnn.allow_tf32 = 1
+    assert B.cudnn.allow_tf32 is True and B.mudnn.allow_tf32 is False
 
 
-def test_fp32_precision_drives_tf32():
+def test_cudnn_flags_context_sets_torch_flag_and_mudnn():
+    B.cudnn.allow_tf32 = True
+    B.cuda.matmul.allow_tf32 = False
+    benchmark = B.cudnn.benchmark
+    for inside in (False, True):
+        with B.cudnn.flags(enabled=None, benchmark=None, deterministic=None, allow_tf32=inside):
+            assert B.cudnn.allow_tf32 is inside and B.mudnn.allow_tf32 is inside
+            assert B.cuda.matmul.allow_tf32 is False  # cuDNN's flags leave cuBLAS's alone
+        assert B.cudnn.allow_tf32 is True and B.mudnn.allow_tf32 is False
+    with B.cudnn.flags(enabled=True, benchmark=True, deterministic=False, allow_tf32=True):
+        assert B.cudnn.benchmark is True and B.mudnn.allow_tf32 is True
+    assert B.cudnn.benchmark is benchmark and B.mudnn.allow_tf32 is False
+
+
+def test_fp32_precision_is_torchs_and_writes_mudnn():
     if not _HAS_FP32_PRECISION:
         # torchada adds none of it: torch's own errors for an API this torch lacks.
         with pytest.raises(AttributeError, match="Unknown attribute fp32_precision"):
             B.cuda.matmul.fp32_precision = "tf32"
         assert not hasattr(B.cudnn, "fp32_precision") and not hasattr(B.cudnn, "conv")
         return
+    get = torch._C._get_fp32_precision_getter
     B.cuda.matmul.fp32_precision = "tf32"
-    assert B.mudnn.allow_tf32 is True and B.cuda.matmul.fp32_precision == "tf32"
+    assert get("cuda", "matmul") == B.cuda.matmul.fp32_precision == "tf32"
+    assert B.mudnn.allow_tf32 is True
     B.cuda.matmul.fp32_precision = "ieee"
-    assert B.mudnn.allow_tf32 is False and B.cuda.matmul.fp32_precision == "ieee"
+    assert get("cuda", "matmul") == "ieee" and B.mudnn.allow_tf32 is False
     B.cudnn.conv.fp32_precision = "tf32"
-    assert B.mudnn.allow_tf32 is True and B.cudnn.conv.fp32_precision == "tf32"
+    assert get("cuda", "conv") == B.cudnn.conv.fp32_precision == "tf32"
+    assert B.mudnn.allow_tf32 is True
     B.cudnn.fp32_precision = "ieee"
-    assert B.mudnn.allow_tf32 is False and B.cudnn.fp32_precision == "ieee"
+    assert get("cuda", "all") == B.cudnn.fp32_precision == "ieee" and B.mudnn.allow_tf32 is False
     B.cudnn.fp32_precision = "none"  # "inherit": says nothing about TF32
-    assert B.mudnn.allow_tf32 is False
-    with pytest.raises(RuntimeError):
+    assert B.cudnn.fp32_precision == "none" and B.mudnn.allow_tf32 is False
+    B.cudnn.rnn.fp32_precision = "tf32"  # no muDNN counterpart: torch's alone
+    assert B.cudnn.rnn.fp32_precision == "tf32" and B.mudnn.allow_tf32 is False
+    # An unknown precision: torch's answer (an error, or a warning on 2.9), and nothing changes.
+    try:
         B.cuda.matmul.fp32_precision = "float16"
+    except RuntimeError as error:
+        assert "Unknown precision" in str(error)
+    assert get("cuda", "matmul") == "ieee" and B.mudnn.allow_tf32 is False
+
+
+@pytest.mark.skipif(not _HAS_FP32_PRECISION, reason="torch < 2.9 has no fp32_precision")
+def test_cudnn_flags_context_with_fp32_precision():
+    B.cuda.matmul.allow_tf32 = False
+    with B.cudnn.flags(
+        enabled=None, benchmark=None, deterministic=None, allow_tf32=True, fp32_precision="none"
+    ):
+        # The legacy flag decides what the ops inherit, as torch has it.
+        assert B.cudnn.conv.fp32_precision == B.cudnn.rnn.fp32_precision == "tf32"
+        assert B.mudnn.allow_tf32 is True
+    assert B.mudnn.allow_tf32 is False
+    B.cuda.matmul.allow_tf32 = True
+    with B.cudnn.flags(
+        enabled=None, benchmark=None, deterministic=None, allow_tf32=False, fp32_precision="none"
+    ):
+        assert B.cudnn.conv.fp32_precision == B.cudnn.rnn.fp32_precision == "none"
+        assert B.mudnn.allow_tf32 is False
+    assert B.mudnn.allow_tf32 is True
+    with B.cudnn.flags(
+        enabled=None, benchmark=None, deterministic=None, allow_tf32=None, fp32_precision="ieee"
+    ):
+        assert B.cudnn.fp32_precision == "ieee" and B.mudnn.allow_tf32 is False
+    assert B.mudnn.allow_tf32 is True
+
+
+def test_set_float32_matmul_precision_is_torchs_and_writes_mudnn():
+    setter = torch.set_float32_matmul_precision
+    assert setter.__name__ == "set_float32_matmul_precision"
+    assert setter.__doc__ == setter.__wrapped__.__doc__
+    for precision in ("medium", "high"):
+        B.mudnn.allow_tf32 = False
+        setter(precision)
+        assert torch.get_float32_matmul_precision() == precision
+        assert torch._C._get_cublas_allow_tf32() is True and B.cuda.matmul.allow_tf32 is True
+        assert B.mudnn.allow_tf32 is True
+        if _HAS_FP32_PRECISION:
+            assert B.cuda.matmul.fp32_precision == "tf32"
+    setter("highest")
+    assert torch.get_float32_matmul_precision() == "highest"
+    assert B.cuda.matmul.allow_tf32 is False and B.mudnn.allow_tf32 is False
+    if _HAS_FP32_PRECISION:
+        assert B.cuda.matmul.fp32_precision == "ieee"
+    with pytest.warns(UserWarning, match="fastest is not one of"):
+        setter("fastest")  # torch only warns: no change anywhere
+    assert torch.get_float32_matmul_precision() == "highest" and B.mudnn.allow_tf32 is False
+
+
+@pytest.mark.skipif(not _HAS_FP32_PRECISION, reason="torch < 2.9 has no fp32_precision")
+def test_mixing_legacy_and_new_tf32_apis_raises_as_torch_does():
+    B.cudnn.conv.fp32_precision = "none"
+    B.cudnn.rnn.fp32_precision = "tf32"
+    with pytest.raises(RuntimeError, match="mix of the legacy and new APIs"):
+        _ = B.cudnn.allow_tf32
+    torch.set_float32_matmul_precision("highest")
+    B.cuda.matmul.fp32_precision = "tf32"
+    assert B.mudnn.allow_tf32 is True  # the last write
+    with pytest.raises(RuntimeError, match="mix of the legacy and new APIs"):
+        torch.get_float32_matmul_precision()
+    with pytest.raises(RuntimeError, match="mix of the legacy and new APIs"):
+        _ = B.cuda.matmul.allow_tf32
+
+
+def test_disable_global_flags_refuses_tf32_writes():
+    # torch.backends keeps the frozen state in its own module namespace (flags_frozen reads it);
+    # it is put back by hand, as torch has no undo for disable_global_flags().
+    namespace = B.flags_frozen.__globals__
+    B.cudnn.allow_tf32 = False
+    B.cuda.matmul.allow_tf32 = True
+    B.disable_global_flags()
+    try:
+        assert B.flags_frozen()
+        with pytest.raises(RuntimeError, match="not allowed to set torch.backends.cudnn flags"):
+            B.cudnn.allow_tf32 = False
+        assert B.mudnn.allow_tf32 is True  # refused before muDNN was touched
+        if _HAS_FP32_PRECISION:
+            with pytest.raises(RuntimeError, match="not allowed to set"):
+                B.cudnn.fp32_precision = "ieee"
+            assert B.mudnn.allow_tf32 is True
+        with B.cudnn.flags(enabled=None, benchmark=None, deterministic=None, allow_tf32=False):
+            assert B.cudnn.allow_tf32 is False and B.mudnn.allow_tf32 is False
+        assert B.flags_frozen() and B.mudnn.allow_tf32 is True
+        B.cuda.matmul.allow_tf32 = False  # torch never freezes cuBLAS's flags
+        assert B.mudnn.allow_tf32 is False
+    finally:
+        namespace["__allow_nonbracketed_mutation_flag"] = True
+    assert not B.flags_frozen()
 
 
 def test_reduced_precision_reductions_are_torchs_flags():
@@ -167,15 +337,6 @@ def test_cudnn_deterministic_warns_once():
         warnings.simplefilter("error")
         B.cudnn.deterministic = True  # once per process
         B.cudnn.deterministic = False
-
-
-def test_cudnn_flags_context_switches_and_restores_mudnn():
-    B.mudnn.allow_tf32 = False
-    with B.cudnn.flags(enabled=True, benchmark=True, deterministic=False, allow_tf32=True):
-        assert B.mudnn.allow_tf32 is True and B.cudnn.benchmark is True
-    assert B.mudnn.allow_tf32 is False and B.cudnn.benchmark is False
-    with B.cudnn.flags(enabled=False, allow_tf32=False):
-        assert B.cudnn.enabled is False and B.mudnn.allow_tf32 is False
 
 
 def test_cudnn_is_acceptable():
@@ -268,7 +429,8 @@ def test_disable_restores_backends():
         source = os.path.dirname(torchada.__file__) + os.sep  # a venv's path may say "torchada"
         assert source not in B.cuda.preferred_linalg_library.__code__.co_filename
         B.mudnn.allow_tf32 = False
-        B.cudnn.allow_tf32 = True  # torch's flag alone again
+        B.cudnn.allow_tf32 = True  # torch's flags alone again
+        B.cuda.matmul.allow_tf32 = True
         assert B.mudnn.allow_tf32 is False
     finally:
         assert torchada.enable()
@@ -285,12 +447,13 @@ def test_torch_modules_that_import_cuda_symbols_still_import(py):
         from torch._inductor import cudagraph_trees
         torch._dynamo.reset()
         state = cudagraph_trees.AllocatorState
-        # A CUDA build of torch has the class itself: that is torch's answer then.
-        own = hasattr(torch._C, "_cuda_CUDAAllocator_AllocatorState")
-        print(json.dumps([torch.backends.cuda.is_built(), state.__module__, own]))
+        # A CUDA build of torch imports the name: torchada's torch._C row then (unsupported,
+        # tables/torch_c.json), never torch's binding of the CUDA allocator.
+        cuda_build = torch.version.cuda is not None
+        print(json.dumps([torch.backends.cuda.is_built(), state.__module__, cuda_build]))
     """
     r = py(code, env={"TORCHADA_SIMULATE": "1", "TORCHADA_FORCE_CUDA_AVAILABLE": "1"})
     assert r.returncode == 0, r.stderr[-3000:]
-    built, module, own = json.loads(r.stdout.strip().splitlines()[-1])
+    built, module, cuda_build = json.loads(r.stdout.strip().splitlines()[-1])
     assert built is True
-    assert module == ("torch._C" if own else "torch._inductor.cudagraph_trees")
+    assert module == ("torchada._redirect" if cuda_build else "torch._inductor.cudagraph_trees")

@@ -1,13 +1,24 @@
 """``torch.backends.cuda`` and ``torch.backends.cudnn`` on MUSA (docs/backends.md has the table).
 
 MUSA's counterparts are muBLAS/muDNN, whose only switch torch_musa exposes is
-``torch.backends.mudnn.allow_tf32``: TF32 for matmuls and convolutions alike. So
-``torch.backends.cuda.matmul.allow_tf32``, ``torch.backends.cudnn.allow_tf32`` and the
-``fp32_precision`` settings of cuda matmul and cudnn ("tf32"/"ieee") all drive that one switch
-(torch's own flags follow too, so ``torch.get_float32_matmul_precision()`` stays as on CUDA), and
-read it back. ``torch.backends.cudnn`` answers ``is_available() -> True`` and ``version()`` with
-muDNN's version; its other flags (enabled, benchmark, deterministic, ...) are torch's and keep
-their values, but muDNN does not read them. Library choices with no MUSA meaning
+``torch.backends.mudnn.allow_tf32``: TF32 for matmuls and convolutions alike. TF32 flags follow
+one rule:
+
+* Reads are torch's own flags, exactly as on CUDA: ``cuda.matmul.allow_tf32`` is torch's cuBLAS
+  flag (False by default, agreeing with ``torch.get_float32_matmul_precision()``, and raising
+  torch's "mix of the legacy and new APIs" error where torch does), ``cudnn.allow_tf32`` torch's
+  cuDNN flag (True by default), and the ``fp32_precision`` getters are torch's.
+* Writes go through torch's own setter first (its type checks and ``disable_global_flags()``
+  apply), then into muDNN's switch: ``allow_tf32=v`` sets it to v, ``fp32_precision`` "tf32"
+  on, "ieee" off, "none" leaves it; ``torch.set_float32_matmul_precision`` "highest" off,
+  "high"/"medium" on. One switch for matmuls and convolutions: the last write wins.
+* At activation muDNN's switch follows torch's matmul flag (CUDA's default: no TF32 in
+  matmuls), so that what a program reads is what its matmuls run; ``disable()`` puts muDNN's
+  previous value back.
+
+``torch.backends.cudnn`` answers ``is_available() -> True`` and ``version()`` with muDNN's
+version; its other flags (enabled, benchmark, deterministic, ...) are torch's and keep their
+values, but muDNN does not read them. Library choices with no MUSA meaning
 (``preferred_linalg_library``, ``preferred_blas_library``, the cuFFT plan cache) are kept by
 torchada so that programs setting them run; the cuBLAS workspace sizes raise
 :class:`~torchada._redirect.UnsupportedCUDAAPIError`. The SDPA switches are torch's global ones
@@ -54,23 +65,38 @@ def _follow_precision(value: Any) -> None:
         _set_tf32(False)
 
 
-class MusaBlasModule(_cuda_backends.cuBLASModule):
-    """``torch.backends.cuda.matmul``: TF32 is muDNN's switch; the rest is torch's."""
+def _matmul_tf32() -> bool:
+    """Whether torch's flags let matmuls use TF32 (what CUDA's cuBLAS would do)."""
+    try:
+        return bool(torch._C._get_cublas_allow_tf32())
+    except RuntimeError:
+        # A mix of the legacy and new APIs (torch >= 2.9): the newer API's answer.
+        return torch._C._get_fp32_precision_getter("cuda", "matmul") == "tf32"
 
-    def __getattr__(self, name: str) -> Any:
-        if name == "allow_tf32":
-            return _get_tf32()
-        return super().__getattr__(name)
+
+class MusaBlasModule(_cuda_backends.cuBLASModule):
+    """``torch.backends.cuda.matmul``: torch's flags, whose TF32 writes also set muDNN's switch."""
 
     def __setattr__(self, name: str, value: Any) -> None:
+        result = super().__setattr__(name, value)  # torch's flag (and type check) first
         if name == "allow_tf32":
             _set_tf32(value)
-            torch._C._set_cublas_allow_tf32(value)
-            return None
-        result = super().__setattr__(name, value)
-        if name == "fp32_precision":
+        elif name == "fp32_precision":
             _follow_precision(value)
         return result
+
+
+_MATMUL_PRECISION_TF32 = {"highest": False, "high": True, "medium": True}
+
+
+def _float32_matmul_precision(original: Any) -> Any:
+    @functools.wraps(original)
+    def set_float32_matmul_precision(precision: str) -> None:
+        original(precision)  # torch's flag; an unknown name only warns there, and changes nothing
+        if precision in _MATMUL_PRECISION_TF32:
+            _set_tf32(_MATMUL_PRECISION_TF32[precision])
+
+    return set_float32_matmul_precision
 
 
 class MusaFFTPlanCache:
@@ -229,8 +255,8 @@ def _conv_precision() -> Any:
 
 
 def _set_cudnn_tf32(value: bool) -> None:
+    torch._C._set_cudnn_allow_tf32(value)  # torch's flag (and type check) first
     _set_tf32(value)
-    torch._C._set_cudnn_allow_tf32(value)
 
 
 def _set_cudnn_precision(value: str) -> None:
@@ -318,7 +344,9 @@ def _install_cuda(patcher: Any) -> None:
 
 def _install_cudnn(patcher: Any) -> None:
     cls = _CudnnModule
-    patcher.set_attr(cls, "allow_tf32", ContextProp(_get_tf32, _set_cudnn_tf32))
+    patcher.set_attr(
+        cls, "allow_tf32", ContextProp(torch._C._get_cudnn_allow_tf32, _set_cudnn_tf32)
+    )
     patcher.set_attr(
         cls,
         "deterministic",
@@ -341,6 +369,20 @@ def _install_cudnn(patcher: Any) -> None:
     patcher.set_attr(_cudnn, "flags", _cudnn_flags(_cudnn.m.flags))
 
 
+def _install_tf32(patcher: Any) -> None:
+    patcher.set_attr(
+        torch,
+        "set_float32_matmul_precision",
+        _float32_matmul_precision(torch.set_float32_matmul_precision),
+    )
+    # muDNN's one switch starts as torch's matmul flag: CUDA programs assume fp32 matmuls unless
+    # they ask for TF32 (torch_musa's own default is TF32 on).
+    before = _get_tf32()
+    _set_tf32(_matmul_tf32())
+    patcher.on_undo(lambda: _set_tf32(before))
+
+
 def install(patcher: Any) -> None:
     _install_cuda(patcher)
     _install_cudnn(patcher)
+    _install_tf32(patcher)
