@@ -171,6 +171,7 @@ SUBSYSTEMS: List[str] = [
     "cuda_home",
     "ctypes",
     "cuda_shims",
+    "checkpoints",
 ]
 
 
