@@ -144,3 +144,12 @@ def test_hugging_face_and_lightning_idioms(torchada_on):
     torch.cuda.set_device(torch.device("cuda:0"))
     assert torch.cuda.current_device() == 0
     assert torch.cuda.memory_reserved(torch.device("cuda:1")) >= x.numel() * 4
+
+
+@pytest.mark.parametrize("name", ["synchronize", "current_stream", "default_stream"])
+def test_a_cpu_device_is_refused_in_cudas_words(torchada_on, name):
+    # torch_musa's own check says "musa device"; the program asked torch.cuda.
+    with pytest.raises(ValueError, match=r"^Expected a cuda device, but got: cpu$"):
+        getattr(torch.cuda, name)("cpu")
+    with pytest.raises(ValueError, match=r"^Expected a cuda device, but got: cpu$"):
+        getattr(torch.cuda, name)(torch.device("cpu"))

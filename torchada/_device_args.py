@@ -130,6 +130,17 @@ def _translator(params: List[str], positions: Dict[str, int], fill: Tuple[str, .
     return translate
 
 
+def _in_cuda_words(err: ValueError) -> None:
+    """torch_musa's device-index check names its own device ("Expected a musa device, but got:
+    cpu"); a program that called torch.cuda gets torch's words for CUDA."""
+    import torch
+
+    message = err.args[0] if err.args else None
+    musa = f"Expected a {torch._C._get_privateuse1_backend_name()} "
+    if isinstance(message, str) and message.startswith(musa):
+        err.args = ("Expected a cuda " + message[len(musa) :],) + tuple(err.args[1:])
+
+
 def wrap(module_name: str, attr: str, value: Any, cuda_original: Any = None) -> Any:
     """``value`` (what ``module_name.attr`` resolved to), taking CUDA device specs where the
     table says the CUDA function takes a device. Classes are left as they are (see
@@ -153,6 +164,13 @@ def wrap(module_name: str, attr: str, value: Any, cuda_original: Any = None) -> 
 
     @functools.wraps(value)
     def with_cuda_devices(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return call(*args, **kwargs)
+        except ValueError as err:
+            _in_cuda_words(err)
+            raise
+
+    def call(*args: Any, **kwargs: Any) -> Any:
         # The common calls: nothing, or one device (an int or None needs no translation).
         if not kwargs and not fill and len(args) < 2 and one_positional:
             if not args:

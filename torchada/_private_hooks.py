@@ -15,6 +15,7 @@ table (tables/torch_cuda.json).
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
 import torch
@@ -51,7 +52,16 @@ def install_c_bindings(patcher: Any) -> None:
     table = _tables.load("torch_c").modules
     # No original module: every row applies, whatever this build of torch binds itself.
     resolver = Redirector({"torch._C": None}, table=table)
-    for name in table["torch._C"].names:
+    musac = sys.modules.get("torch_musa._MUSAC")
+    if musac is not None:
+        # torch_musa's patch of torch/nn/parallel/comm.py calls the out= forms on _MUSAC, which
+        # torch_musa does not define: torch.cuda.comm's out= arguments reach torchada's fills.
+        for name in ("_broadcast_out", "_scatter_out", "_gather_out"):
+            if not hasattr(musac, name):
+                patcher.set_attr(musac, name, resolver.resolve("torch._C", name))
+    for name, row in table["torch._C"].names.items():
+        if row.absent:
+            continue  # torch tests for it with hasattr(): left as this build of torch has it
         try:
             value = resolver.resolve("torch._C", name)
         except (AttributeError, ImportError) as err:

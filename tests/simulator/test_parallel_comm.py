@@ -43,8 +43,12 @@ def test_broadcast_and_coalesced():
     assert out[1][1].shape == (1, 2)
     with pytest.raises(RuntimeError, match=r"must be on devices\[0\] \(musa:0\)"):
         torch.nn.parallel.comm.broadcast_coalesced([a], [0, 1])
-    with pytest.raises(RuntimeError, match="expected a MUSA tensor"):
-        torch.nn.parallel.comm.broadcast(torch.ones(2), devices=[0])
+    # torch_musa's comm is CUDA's ported: a CPU source goes to every device, and a device
+    # source must be the first device.
+    from_cpu = torch.nn.parallel.comm.broadcast(torch.ones(2), devices=[1, 0])
+    assert [str(c.device) for c in from_cpu] == ["musa:1", "musa:0"]
+    with pytest.raises(RuntimeError, match="must appear as the first on devices list"):
+        torch.nn.parallel.comm.broadcast(t, devices=[1, 0])
 
 
 def test_scatter_and_gather():

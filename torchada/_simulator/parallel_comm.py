@@ -43,8 +43,11 @@ def _check_on_device(tensor: torch.Tensor, what: str) -> None:
 
 
 def broadcast(tensor: torch.Tensor, devices: Sequence[int]) -> list[torch.Tensor]:
-    """``_MUSAC._broadcast``: ``tensor`` on each of ``devices``; its own device gets it itself."""
-    _check_on_device(tensor, "broadcast")
+    """``_MUSAC._broadcast``: ``tensor`` on each of ``devices``; its own device gets it itself.
+    torch_musa's comm is torch's CUDA comm ported: a CPU source is copied to every device, and a
+    device source must be on ``devices[0]``."""
+    if tensor.device.type == "musa" and devices and tensor.get_device() != devices[0]:
+        raise RuntimeError("device of broadcasted tensor must appear as the first on devices list")
     return [tensor if d == tensor.get_device() else tensor.to(_musa(d)) for d in devices]
 
 
