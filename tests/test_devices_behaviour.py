@@ -524,6 +524,12 @@ def test_load_cpu_checkpoint_to_cuda():
     assert torch.load(buf, map_location="cuda:1")["t"].device == musa(1)
 
 
+def test_load_onto_a_malformed_cuda_location_fails_as_torch_does():
+    buf = _save({"t": torch.ones(2)})
+    with pytest.raises(RuntimeError, match=r"Invalid device string: 'cuda0'"):
+        torch.load(buf, map_location="cuda0")
+
+
 def test_load_onto_missing_device_names_it():
     buf = _save({"t": torch.ones(2)}, "cuda:7")
     with pytest.raises(RuntimeError, match=r"'cuda:7'.*device_count\(\) is 2"):

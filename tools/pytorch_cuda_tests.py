@@ -7,9 +7,11 @@ DIR holds unmodified copies of PyTorch's ``test/test_cuda.py`` and ``test/test_c
 (the project does not ship them). They are copied into a scratch folder with a conftest that asks
 for the simulator, sets ``TORCHADA_FORCE_CUDA_AVAILABLE=1`` (torch.testing reads
 ``torch.cuda.is_available()`` at import, so the CUDA branches would otherwise all skip) and imports
-torchada before any test module. Each test class runs in a process of its own, with a time limit
-per test and a cap on the address space, so that a test that leaves a capture open, sets a memory
-fraction or allocates many GiB fails alone. Needs pytest-timeout.
+torchada before any test module. PyTorch runs its CUDA graph tests only where torch.version.cuda
+is set, which it is not on MUSA, so the conftest turns them on (``--no-graphs`` leaves them
+skipped); a capture that a failing test leaves open is ended after it. Each test class runs in a
+process of its own, with a time limit per test and a cap on the address space, so that a test
+that sets a memory fraction or allocates many GiB fails alone. Needs pytest-timeout.
 
 The two names of newer ``common_utils`` that the copies import (``TEST_CUDAMALLOCASYNC``,
 ``skipIfSandcastle``) are defined by the conftest when the installed torch lacks them: version
@@ -22,6 +24,7 @@ import argparse
 import collections
 import concurrent.futures
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -52,6 +55,44 @@ if not hasattr(common_utils, "skipIfSandcastle"):
     common_utils.skipIfSandcastle = lambda reason: unittest.skipIf(
         common_utils.IS_SANDCASTLE, reason
     )
+if os.environ.get("TORCHADA_PYTORCH_TESTS_GRAPHS") == "1":
+    # PyTorch gates its graph tests on torch.version.cuda, which stays None on MUSA.
+    import torch.testing._internal.common_cuda as common_cuda
+
+    common_cuda.TEST_CUDA_GRAPH = True
+
+import pytest
+
+_capturing = []
+_capture_begin = torch.cuda.CUDAGraph.capture_begin
+_capture_end = torch.cuda.CUDAGraph.capture_end
+
+
+def _begin(self, *args, **kwargs):
+    _capturing.append(self)
+    return _capture_begin(self, *args, **kwargs)
+
+
+def _end(self, *args, **kwargs):
+    if self in _capturing:
+        _capturing.remove(self)
+    return _capture_end(self, *args, **kwargs)
+
+
+torch.cuda.CUDAGraph.capture_begin = _begin
+torch.cuda.CUDAGraph.capture_end = _end
+
+
+@pytest.fixture(autouse=True)
+def _end_captures_left_open():
+    # A test that fails inside a capture leaves it open; the next tests of the class would
+    # then fail on their first host synchronisation. End it, as a process per test would.
+    yield
+    while _capturing:
+        try:
+            _end(_capturing[-1])
+        except Exception:
+            _capturing.pop()
 """
 
 
@@ -113,6 +154,12 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--out", help="write every test's outcome and message here (JSON)")
     parser.add_argument("--mem-gib", type=int, default=12, help="address-space cap per process")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder (logs)")
+    parser.add_argument(
+        "--no-graphs",
+        action="store_true",
+        help="leave the CUDA graph tests skipped (PyTorch runs them only where torch.version.cuda "
+        "is set, which it is not on MUSA; by default they run)",
+    )
     args = parser.parse_args(argv)
     source = Path(args.dir)
     missing = [f for f in FILES if not (source / f).is_file()]
@@ -122,6 +169,7 @@ def main(argv: List[str]) -> int:
     for f in FILES:
         shutil.copy(source / f, work / f)
     (work / "conftest.py").write_text(CONFTEST)
+    os.environ["TORCHADA_PYTORCH_TESTS_GRAPHS"] = "0" if args.no_graphs else "1"
     results: Dict[str, Tuple[str, str]] = {}
     jobs = []
     for name in FILES:

@@ -403,7 +403,10 @@ def _restore_cuda_location(storage: Any, location: str) -> Any:
         return None
     dev = _cuda_to_musa(location)
     if dev is None:
-        return None  # "cudax...": not a CUDA location, torch reports it as unknown
+        # "cuda0", "cudax": torch's CUDA deserializer claims every "cuda..." location and parses
+        # it as a device, which raises "Invalid device string"; so does this.
+        torch.device(location)
+        return None
     module = getattr(torch, _backend)
     index = dev.index if dev.index is not None else module.current_device()
     count = module.device_count()
