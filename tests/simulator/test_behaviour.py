@@ -88,6 +88,18 @@ def test_legacy_type_names(musa_sim):
         assert musa_sim.HalfStorage(4).device == torch.device("musa", 0)
 
 
+def test_legacy_tensor_constructor_takes_torchs_forms(musa_sim):
+    # Sizes as ints or a torch.Size, data, and the device= keyword, as torch's legacy types.
+    assert musa_sim.FloatTensor(torch.Size([2, 3])).shape == (2, 3)
+    assert musa_sim.FloatTensor(4, device=1).device == torch.device("musa", 1)
+    with musa_sim.device(1):
+        assert musa_sim.FloatTensor(1).get_device() == 1
+        assert musa_sim.LongTensor([5, 6], device=0).device == torch.device("musa", 0)
+    assert musa_sim.FloatTensor([1.5, 2.5]).dtype == torch.float32
+    with pytest.raises(TypeError, match="unexpected keyword argument 'pin_memory'"):
+        musa_sim.FloatTensor(2, pin_memory=True)
+
+
 def test_storage_ipc_names_exist_and_say_what_is_missing(musa_sim):
     storage = torch.ones(2, device="musa").untyped_storage()
     for name in ("_share_musa_", "_share_cuda_"):

@@ -56,13 +56,22 @@ class _LegacyTensorMeta(type):
 class _MusaLegacyTensor(metaclass=_LegacyTensorMeta):
     dtype = None
 
-    def __new__(cls, *args, **kwargs):
+    def __new__(cls, *args, device=None, **kwargs):
+        # torch's legacy constructor: sizes (ints or a torch.Size) or one sequence of data, on
+        # the current device or the one ``device`` names.
         if kwargs:
-            raise TypeError(f"{cls.__name__}() takes no keyword arguments in the simulator")
+            name = next(iter(kwargs))
+            raise TypeError(f"{cls.__name__}() got an unexpected keyword argument '{name}'")
+        if device is None:
+            device = torch.device("musa")
+        elif isinstance(device, int):
+            device = torch.device("musa", device)
+        if len(args) == 1 and isinstance(args[0], torch.Size):
+            args = tuple(args[0])
         if not args or all(isinstance(a, int) for a in args):
-            return torch.empty(args, dtype=cls.dtype, device="musa")
+            return torch.empty(args, dtype=cls.dtype, device=device)
         if len(args) == 1:
-            return torch.tensor(args[0], dtype=cls.dtype, device="musa")
+            return torch.tensor(args[0], dtype=cls.dtype, device=device)
         raise TypeError(f"{cls.__name__}() takes sizes or one sequence of data")
 
 
