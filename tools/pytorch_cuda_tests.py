@@ -57,9 +57,7 @@ if not hasattr(common_utils, "skipIfSandcastle"):
     )
 if os.environ.get("TORCHADA_PYTORCH_TESTS_GRAPHS") == "1":
     # PyTorch gates its graph tests on torch.version.cuda, which stays None on MUSA.
-    import torch.testing._internal.common_cuda as common_cuda
-
-    common_cuda.TEST_CUDA_GRAPH = True
+    common_utils.TEST_CUDA_GRAPH = True
 
 import pytest
 
