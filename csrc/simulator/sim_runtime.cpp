@@ -21,6 +21,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <sstream>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -89,16 +91,44 @@ void sim_free(void* ptr) {
   std::free(ptr);
 }
 
+// c10's format_size, as the caching allocators word sizes in their messages.
+std::string format_size(uint64_t size) {
+  std::ostringstream os;
+  os.precision(2);
+  os << std::fixed;
+  if (size <= 1024) {
+    os << size << " bytes";
+  } else if (size <= 1048576) {
+    os << (static_cast<double>(size) / 1024.0) << " KiB";
+  } else if (size <= 1073741824ULL) {
+    os << (static_cast<double>(size) / 1048576.0) << " MiB";
+  } else {
+    os << (static_cast<double>(size) / 1073741824.0) << " GiB";
+  }
+  return os.str();
+}
+
 void* sim_malloc(size_t n, c10::DeviceIndex d) {
   check_device(d);
   auto& s = g_stats[d];
   int64_t limit = static_cast<int64_t>(static_cast<double>(g_total_memory) * s.fraction);
   if (s.bytes[0].current.load() + static_cast<int64_t>(n) > limit) {
     s.num_ooms.fetch_add(1);
-    TORCH_CHECK_WITH(OutOfMemoryError, false, "MUSA out of memory. Tried to allocate ", n,
-                     " bytes on device ", static_cast<int>(d),
-                     " (simulated board: ", g_total_memory, " bytes total, ",
-                     s.bytes[0].current.load(), " bytes allocated)");
+    // torch_musa's caching allocator words it so (MUSACachingAllocator.cpp); the simulator caches
+    // nothing, so all it holds is allocated.
+    const int64_t used = s.bytes[0].current.load();
+    const std::string allowed =
+        s.fraction < 1.0 ? format_size(static_cast<uint64_t>(limit)) + " allowed; " : "";
+    TORCH_CHECK_WITH(OutOfMemoryError, false, "MUSA out of memory. Tried to allocate ",
+                     format_size(n), ". GPU ", static_cast<int>(d), " has a total capacity of ",
+                     format_size(g_total_memory), " of which ",
+                     format_size(g_total_memory > used ? g_total_memory - used : 0), " is free. ",
+                     allowed, "Of the allocated memory ", format_size(used),
+                     " is allocated by PyTorch, and 0 bytes is reserved by PyTorch but "
+                     "unallocated. If reserved but unallocated memory is large try setting "
+                     "PYTORCH_MUSA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  "
+                     "See documentation for Memory Management  "
+                     "(https://pytorch.org/docs/stable/notes/musa.html#environment-variables)");
   }
   void* p = nullptr;
   size_t bytes = n == 0 ? 1 : n;

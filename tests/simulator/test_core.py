@@ -383,7 +383,12 @@ def test_memory_accounting():
 def test_out_of_memory_is_torch_oom():
     torch.musa.set_per_process_memory_fraction(0.0001, 1)
     try:
-        with pytest.raises(torch.OutOfMemoryError, match="MUSA out of memory"):
+        # torch_musa's caching allocator's words, sizes as c10 formats them.
+        words = (
+            r"^MUSA out of memory\. Tried to allocate 64\.00 MiB\. GPU 1 has a total capacity "
+            r"of \d+\.\d\d GiB of which .* is free\. .* allowed; Of the allocated memory "
+        )
+        with pytest.raises(torch.OutOfMemoryError, match=words):
             torch.empty(64 << 20, dtype=torch.uint8, device="musa:1")
         assert torch.musa.memory_stats(1)["num_ooms"] >= 1
     finally:
