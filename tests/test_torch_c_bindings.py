@@ -124,10 +124,17 @@ def test_comm_out_forms_copy_into_the_given_tensors():
     gathered = torch.empty(6, 2, device="cuda:1")
     assert torch._C._gather_out(parts, gathered, 0) is gathered
     assert torch.equal(gathered.cpu(), src.cpu())
-    with pytest.raises(RuntimeError, match="add up to 5, but the input has 6"):
+    # torch's words for CUDA (torch.cuda.comm is the CUDA API a program called).
+    with pytest.raises(RuntimeError, match=r"along scatter dim 0 does not match .* \[6, 2\]"):
         torch._C._scatter_out(src, [torch.empty(5, 2, device="cuda:0")], 0, None)
-    with pytest.raises(RuntimeError, match=r"shape \(3, 2\), expected \(6, 2\)"):
+    with pytest.raises(RuntimeError, match=r"same shape as the source tensor \[6, 2\], but "):
         torch._C._broadcast_out(src, [torch.empty(3, 2, device="cuda:1")])
+    with pytest.raises(RuntimeError, match="be CUDA tensors, but output tensor at index 1"):
+        torch._C._broadcast_out(src, [outs[0], torch.empty(6, 2)])
+    with pytest.raises(RuntimeError, match="Expected at least one output tensor to scatter to"):
+        torch._C._scatter_out(src, [], 0, None)
+    with pytest.raises(RuntimeError, match="Input tensor at index 1 has invalid shape"):
+        torch._C._gather_out([parts[0], parts[1][:, 1:]], gathered, 0)
 
 
 def test_jiterator_functions_define_and_refuse_to_run():

@@ -58,8 +58,12 @@ def test_scatter_and_gather():
     sized = torch.nn.parallel.comm.scatter(t.to("musa"), devices=[1, 0], chunk_sizes=[1, 4])
     assert [str(c.device) for c in sized] == ["musa:1", "musa:0"]
     assert sized[0].tolist() == [[0.0, 1.0]] and sized[1].shape == (4, 2)
-    with pytest.raises(RuntimeError, match="expected 2 chunk sizes"):
+    with pytest.raises(RuntimeError, match="devices and chunk_sizes to be of same length"):
         torch.nn.parallel.comm.scatter(t, devices=[0, 1], chunk_sizes=[5])
+    with pytest.raises(RuntimeError, match="Expected at least one device to scatter to"):
+        torch.nn.parallel.comm.scatter(t, devices=())
+    with pytest.raises(RuntimeError, match="Expected at least one tensor to gather from"):
+        torch.nn.parallel.comm.gather(())
     back = torch.nn.parallel.comm.gather(even, dim=0, destination=1)
     assert back.device == torch.device("musa", 1) and torch.equal(back.cpu(), t)
     on_cpu = torch.nn.parallel.comm.gather(even, destination="cpu")

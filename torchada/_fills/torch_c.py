@@ -90,24 +90,29 @@ def nccl_version_suffix() -> bytes:
     return b""
 
 
-def _check_out(tensor: torch.Tensor, out: Sequence[torch.Tensor], what: str) -> None:
-    if not out:
-        raise RuntimeError(f"{what}: expected at least one output tensor")
-    for i, t in enumerate(out):
-        if t.dtype != tensor.dtype:
-            raise RuntimeError(
-                f"{what}: output tensor {i} has dtype {t.dtype}, expected {tensor.dtype}"
-            )
+def _on_device(t: torch.Tensor) -> bool:
+    return t.device.type == torch._C._get_privateuse1_backend_name()
 
 
+def _shape(t: torch.Tensor) -> str:
+    return str(list(t.shape))
+
+
+# torch.cuda.comm's out= forms, with the checks and words of torch's own (torch/csrc/cuda/comm.cpp):
+# a program calling torch.cuda.comm reads CUDA's messages.
 def broadcast_out(tensor: torch.Tensor, out_tensors: Sequence[torch.Tensor]) -> List[torch.Tensor]:
-    _check_out(tensor, out_tensors, "broadcast_out")
     for i, out in enumerate(out_tensors):
+        if not _on_device(out):
+            raise RuntimeError(
+                "Expected all output tensors to be CUDA tensors, but output tensor at index "
+                f"{i} has device '{out.device}'"
+            )
         if out.shape != tensor.shape:
             raise RuntimeError(
-                f"broadcast_out: output tensor {i} has shape {tuple(out.shape)}, expected "
-                f"{tuple(tensor.shape)} (the input's)"
+                "Expected all output tensors to have same shape as the source tensor "
+                f"{_shape(tensor)}, but output tensor at index {i} has shape {_shape(out)}"
             )
+    for out in out_tensors:
         out.copy_(tensor)
     return list(out_tensors)
 
@@ -118,14 +123,30 @@ def scatter_out(
     dim: int = 0,
     streams: Optional[Sequence[Any]] = None,
 ) -> List[torch.Tensor]:
-    _check_out(tensor, out_tensors, "scatter_out")
-    sizes = [t.size(dim) for t in out_tensors]
-    if sum(sizes) != tensor.size(dim):
+    if not out_tensors:
+        raise RuntimeError("Expected at least one output tensor to scatter to")
+    dim = dim % max(tensor.dim(), 1)
+    total = 0
+    for i, out in enumerate(out_tensors):
+        if not _on_device(out):
+            raise RuntimeError(
+                "Expected all output tensors to be CUDA tensors, but output tensor at index "
+                f"{i} has device '{out.device}'"
+            )
+        expected = list(tensor.shape)
+        expected[dim] = out.size(dim) if out.dim() == tensor.dim() else expected[dim]
+        if list(out.shape) != expected:
+            raise RuntimeError(
+                f"Output tensor at index {i} has incorrect shape: {_shape(out)}. Expected same "
+                f"shape except for scatter dim {dim} as the source tensor: {_shape(tensor)}."
+            )
+        total += out.size(dim)
+    if total != tensor.size(dim):
         raise RuntimeError(
-            f"scatter_out: the outputs' sizes along dim {dim} add up to {sum(sizes)}, but the "
-            f"input has {tensor.size(dim)}"
+            f"Total size for output tensors along scatter dim {dim} does not match that of the "
+            f"input tensor {_shape(tensor)}."
         )
-    for out, chunk in zip(out_tensors, tensor.split(sizes, dim)):
+    for out, chunk in zip(out_tensors, tensor.split([o.size(dim) for o in out_tensors], dim)):
         out.copy_(chunk)
     return list(out_tensors)
 
@@ -134,7 +155,33 @@ def gather_out(
     tensors: Sequence[torch.Tensor], out_tensor: torch.Tensor, dim: int = 0
 ) -> torch.Tensor:
     if not tensors:
-        raise RuntimeError("gather_out: expected at least one tensor to gather")
-    moved = [t.to(out_tensor.device) for t in tensors]
-    torch.cat(moved, dim, out=out_tensor)
+        raise RuntimeError("Expected at least one tensor to gather from")
+    dim = dim % max(out_tensor.dim(), 1)
+    total = 0
+    for i, t in enumerate(tensors):
+        if not _on_device(t):
+            raise RuntimeError(
+                "Expected all input tensors to be CUDA tensors, but input tensor at index "
+                f"{i} has device '{t.device}'"
+            )
+        if t.dim() != out_tensor.dim():
+            raise RuntimeError(
+                "Expected all input tensors to have the same number of dimensions as the output "
+                f"tensor {_shape(out_tensor)}, but input tensor at index {i} has shape "
+                f"{_shape(t)}"
+            )
+        expected = list(out_tensor.shape)
+        expected[dim] = t.size(dim)
+        if list(t.shape) != expected:
+            raise RuntimeError(
+                f"Input tensor at index {i} has invalid shape {_shape(t)}, but expected "
+                f"{expected}"
+            )
+        total += t.size(dim)
+    if total != out_tensor.size(dim):
+        raise RuntimeError(
+            f"Total size for input tensors along gather dim {dim} does not match that of the "
+            f"output tensor {_shape(out_tensor)}."
+        )
+    torch.cat([t.to(out_tensor.device) for t in tensors], dim, out=out_tensor)
     return out_tensor

@@ -76,11 +76,13 @@ def scatter(
     streams: Optional[Sequence[object]],
 ) -> list[torch.Tensor]:
     """``_MUSAC._scatter``: chunks of ``tensor`` along ``dim``, chunk i on ``devices[i]``."""
+    if not devices:
+        raise RuntimeError("Expected at least one device to scatter to")
     if chunk_sizes is not None:
         if len(chunk_sizes) != len(devices):
             raise RuntimeError(
-                f"scatter: expected {len(devices)} chunk sizes (one per device), got "
-                f"{len(chunk_sizes)}"
+                "Expected devices and chunk_sizes to be of same length, but got "
+                f"len(devices) = {len(devices)} and len(chunk_sizes) = {len(chunk_sizes)}"
             )
         chunks = tensor.split(list(chunk_sizes), dim)
     else:
@@ -95,7 +97,8 @@ def gather(
     """``_MUSAC._gather``: ``tensors`` concatenated along ``dim`` on the destination (-1: CPU;
     None: the current device)."""
     if not tensors:
-        raise RuntimeError("gather: expected at least one tensor")
+        # torch_musa's comm is torch's CUDA comm ported; these words name no device.
+        raise RuntimeError("Expected at least one tensor to gather from")
     for t in tensors:
         _check_on_device(t, "gather")
     if destination_index == -1:
