@@ -13,6 +13,7 @@ these names); permanent, as a backend's registration is.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import sys
 from typing import Any
@@ -169,13 +170,22 @@ def _treat_musa_nodes_as_cpu(device: str, common: Any) -> None:
     original_backend = getattr(utils, "get_current_backend", None)
     if original_backend is not None and not getattr(original_backend, "_musa_sim", False):
 
+        # 2.9's takes no argument and reads the graph's device; later ones take a device type.
+        takes_device = bool(inspect.signature(original_backend).parameters)
+
         @functools.wraps(original_backend)
         def get_current_backend(device_type: "str | None" = None) -> str:
             if not device_type:
                 from torch._inductor.virtualized import V
 
                 device_type = V.graph.get_current_device_or_throw().type
-            return original_backend("cpu" if device_type == device else device_type)
+            if takes_device:
+                return original_backend("cpu" if device_type == device else device_type)
+            if device_type == device:
+                from torch._inductor import config
+
+                return config.cpu_backend
+            return original_backend()
 
         get_current_backend._musa_sim = True  # type: ignore[attr-defined]
         # Imported by name into the modules that ask.
