@@ -429,7 +429,8 @@ def _program_stderr(text):
     # Startup notes before the program runs: torchada's log of what it leaves out on this torch
     # and torch's CUDA_HOME guess on a CUDA build of torch (some test venvs).
     lines = text.splitlines()
-    while lines and lines[0].startswith(("torchada: ", "No CUDA runtime is found")):
+    # torch logs the guess bare (2.7) or with its logger's prefix (2.9: "W1126 ... ] No CUDA ...").
+    while lines and (lines[0].startswith("torchada: ") or "No CUDA runtime is found" in lines[0]):
         lines.pop(0)
     return lines
 
