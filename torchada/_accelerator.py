@@ -4,7 +4,8 @@ torch's generic accelerator API reaches the backend through hooks torch_musa doe
 the memory functions assert that musa's allocator is a ``DeviceAllocator`` (``empty_host_cache``
 crashes the process), ``get_device_capability`` is "not supported" and ``Graph`` refuses the
 musa device. Those are served by torch_musa here: its allocator statistics, a dtype probe and
-``MUSAGraph``. The device, stream and synchronisation functions work as torch has them.
+``MUSAGraph``. ``current_stream`` checks the index as CUDA's does (torch_musa's check names
+no index). The other device, stream and synchronisation functions work as torch has them.
 
 Device arguments also accept CUDA spellings ("cuda", "cuda:1", ``torch.device("cuda", 1)``),
 read as the musa device of the same index, as everywhere in torchada.
@@ -95,6 +96,19 @@ def reset_peak_memory_stats(device_index: Any = None, /) -> None:
 def get_memory_info(device_index: Any = None, /) -> tuple[int, int]:
     free, total = torch.musa.mem_get_info(_index(device_index))
     return int(free), int(total)
+
+
+_torch_current_stream = getattr(_acc, "current_stream", None)
+
+
+def current_stream(device: Any = None, /) -> torch.Stream:
+    index = _get_device_index(device, optional=True)
+    count = torch.musa.device_count()
+    # torch_musa's stream lookup fails an internal assert that names no index (and the
+    # simulator's does not check); CUDA's says which index and what range. -1: the current one.
+    if index >= count or index < -1:
+        raise RuntimeError(f"Device index value {index} is out of index range [0, {count})")
+    return _torch_current_stream(index)
 
 
 # Every scalar type torch's DeviceCapability can report, probed by allocation on musa.
@@ -226,6 +240,7 @@ SERVED = (
     "reset_peak_memory_stats",
     "get_memory_info",
     "get_device_capability",
+    "current_stream",
 )
 
 

@@ -130,6 +130,17 @@ class Patcher:
 
     patch = set_attr
 
+    def del_attr(self, obj: Any, name: str) -> Optional[PatchHandle]:
+        """Remove ``obj.name`` (its own attribute) until torchada is disabled; None when
+        ``obj`` has no such attribute of its own."""
+        old = _own_value(obj, name)
+        if old is _MISSING:
+            return None
+        delattr(obj, name)
+        handle = PatchHandle(obj, name, _MISSING, old)
+        _undo.append(handle.undo)
+        return handle
+
     def set_env(self, name: str, value: str) -> None:
         old = os.environ.get(name)
         os.environ[name] = value
@@ -175,10 +186,33 @@ SUBSYSTEMS: List[str] = [
 ]
 
 
-def _patch_musa_classes(torch_musa: Any) -> None:
+def _stream_repr(stream: Any) -> str:
+    return f"<torch.cuda.Stream device={stream.device} cuda_stream={stream.musa_stream:#x}>"
+
+
+def _event_repr(event: Any) -> str:
+    handle = event.musa_event
+    return f"<torch.cuda.Event {handle:#x}>" if handle else "<torch.cuda.Event uninitialized>"
+
+
+def _cuda_stream_protocol(stream: Any) -> Tuple[int, int]:
+    # (protocol version, native stream handle), as torch.cuda.Stream answers it.
+    return (0, stream.musa_stream)
+
+
+def _patch_musa_classes(torch_musa: Any, cuda_streams: Any = None) -> None:
     # CUDA code reads .cuda_stream / .cuda_event; torch_musa names them musa_*.
     _patcher.set_attr(torch_musa.Stream, "cuda_stream", property(lambda s: s.musa_stream))
     _patcher.set_attr(torch_musa.Event, "cuda_event", property(lambda e: e.musa_event))
+    # They print as torch.cuda's do (torch_musa writes "torch_musa.Stream ... musa_stream="):
+    # what the program created is a torch.cuda.Stream to it. The device shown is the real one.
+    _patcher.set_attr(torch_musa.Stream, "__repr__", _stream_repr)
+    _patcher.set_attr(torch_musa.Event, "__repr__", _event_repr)
+    # The CUDA stream protocol (``__cuda_stream__``), where this torch's torch.cuda.Stream has
+    # it (not 2.7 or 2.9): libraries that take any stream object ask it for the native handle.
+    cuda_stream_cls = getattr(cuda_streams, "Stream", None)
+    if cuda_stream_cls is not None and hasattr(cuda_stream_cls, "__cuda_stream__"):
+        _patcher.set_attr(torch_musa.Stream, "__cuda_stream__", _cuda_stream_protocol)
 
 
 def _patch_musa_initialized(torch_musa: Any) -> None:
@@ -331,7 +365,7 @@ def _enable(simulate: Optional[bool]) -> bool:
         seal_on_first_use(proxy, functools.partial(redirector.all_names, name))
     _hooks = hooks
     _undo.append(hooks.uninstall)
-    _patch_musa_classes(torch_musa)
+    _patch_musa_classes(torch_musa, originals.get("torch.cuda.streams"))
     _patch_musa_initialized(torch_musa)
     try:
         for name in SUBSYSTEMS:

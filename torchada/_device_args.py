@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import sys
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import _devices
@@ -106,6 +107,18 @@ def _as_argument(musa: Any) -> Any:
     return musa if musa.index is None else musa.index
 
 
+def _context_index(value: Any) -> Optional[int]:
+    """The index of a ``torch.cuda.device`` context object, else None: torch.cuda's device-index
+    rule reads one as its index (``ExternalStream(ptr, device=torch.cuda.device(1))``), while
+    torch_musa's rejects it."""
+    if value is None or value.__class__ is int:
+        return None
+    context = getattr(sys.modules.get("torch_musa"), "device", None)
+    if isinstance(context, type) and isinstance(value, context):
+        return getattr(value, "idx", None)
+    return None
+
+
 def _translator(params: List[str], positions: Dict[str, int], fill: Tuple[str, ...]) -> Callable:
     def translate(args: Tuple, kwargs: Dict[str, Any]) -> Tuple[Tuple, Dict, Any, Any]:
         user = dev = None
@@ -117,12 +130,16 @@ def _translator(params: List[str], positions: Dict[str, int], fill: Tuple[str, .
                 if musa is not None:
                     args = args[:pos] + (_as_argument(musa),) + args[pos + 1 :]
                     user, dev = value, musa
+                elif (index := _context_index(value)) is not None:
+                    args = args[:pos] + (index,) + args[pos + 1 :]
             elif name in kwargs:
                 value = kwargs[name]
                 musa = _devices._cuda_to_musa(value)
                 if musa is not None:
                     kwargs = {**kwargs, name: _as_argument(musa)}
                     user, dev = value, musa
+                elif (index := _context_index(value)) is not None:
+                    kwargs = {**kwargs, name: index}
             elif name in fill:
                 kwargs = {**kwargs, name: None}
         return args, kwargs, user, dev
@@ -180,7 +197,8 @@ def wrap(module_name: str, attr: str, value: Any, cuda_original: Any = None) -> 
                 return value(first)
             musa = _devices._cuda_to_musa(first)
             if musa is None:
-                return value(first)
+                index = _context_index(first)
+                return value(first if index is None else index)
             try:  # inline rather than _call_translated: this is the hot path
                 return value(_as_argument(musa))
             except Exception as err:

@@ -51,7 +51,7 @@ def install_c_bindings(patcher: Any) -> None:
 
     table = _tables.load("torch_c").modules
     # No original module: every row applies, whatever this build of torch binds itself.
-    resolver = Redirector({"torch._C": None}, table=table)
+    resolver = Redirector({"torch._C": None}, table=table, notes=False)
     musac = sys.modules.get("torch_musa._MUSAC")
     if musac is not None:
         # torch_musa's patch of torch/nn/parallel/comm.py calls the out= forms on _MUSAC, which
@@ -61,7 +61,10 @@ def install_c_bindings(patcher: Any) -> None:
                 patcher.set_attr(musac, name, resolver.resolve("torch._C", name))
     for name, row in table["torch._C"].names.items():
         if row.absent:
-            continue  # torch tests for it with hasattr(): left as this build of torch has it
+            # torch tests for it with hasattr(): absent, as in torch built without CUDA (a CUDA
+            # build's own binding would reach for a CUDA device).
+            patcher.del_attr(torch._C, name)
+            continue
         try:
             value = resolver.resolve("torch._C", name)
         except (AttributeError, ImportError) as err:

@@ -130,9 +130,13 @@ class Redirector:
         self,
         originals: Dict[str, Optional[ModuleType]],
         table: Optional[Mapping[str, ModuleSpec]] = None,
+        notes: bool = True,
     ):
         # ``table``: another module table than the proxied modules' (torch._C's bindings).
         table = load_table() if table is None else table
+        # Whether resolving a name counts as the program using it (the report); not for rows
+        # resolved all at once at installation (torch._C's bindings count their calls).
+        self.notes = notes
         # The table's modules this torch lacks (not in ``originals``): neither redirected nor
         # named as submodules, as on CUDA with the same torch.
         self.absent = {name for name in table if name not in originals}
@@ -205,7 +209,8 @@ class Redirector:
     def _resolve_entry(self, module_name: str, attr: str, entry: NameRule) -> Any:
         kind = entry.kind
         api = f"{module_name}.{attr}"
-        _ledger.note(api, kind)
+        if self.notes:
+            _ledger.note(api, kind)
         if kind == "renamed":
             to = entry.to
             return _import_ref(to) if ":" in to else getattr(self._target(module_name), to)

@@ -11,11 +11,19 @@ The rule, applied when torchada turns on (before torch_musa first uses a device)
 
 ``TORCHADA_MUSA_VISIBLE_FROM_CUDA`` remembers what was derived, so that a child can tell the two
 apart. ``CUDA_VISIBLE_DEVICES`` itself is never changed.
+
+When it must happen: before torch_musa is imported. torch_musa counts the devices while it imports
+(so the MUSA driver reads ``MUSA_VISIBLE_DEVICES`` then, once) and keeps the count, and ``import
+torch`` imports it through its entry point. A ``CUDA_VISIBLE_DEVICES`` set after that, or met by a
+torchada turned on after that, cannot change this process's devices; torchada then says so
+(processes started from it still follow the rule). Unlike CUDA's, the count is not re-read before
+the device is first used.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Mapping, Optional
 
 from ._fills._warn import warn_once
@@ -44,14 +52,38 @@ def disagreement(environ: Optional[Mapping[str, str]] = None) -> Optional[str]:
     )
 
 
+def _devices_chosen() -> bool:
+    """Whether this process's MUSA devices are chosen already: torch_musa has been imported (not
+    merely begun to be). It counts the devices while it imports (its dynamo registration), and the
+    MUSA driver reads ``MUSA_VISIBLE_DEVICES`` then, once; the simulator reads it then too."""
+    from torchada_hooks.completion import is_importing
+
+    return "torch_musa" in sys.modules and not is_importing("torch_musa")
+
+
+def _too_late(cuda: Optional[str], seen: Optional[str]) -> str:
+    wanted = f"{CUDA}={cuda!r}" if cuda is not None else f"{CUDA} unset"
+    read = f"{MUSA}={seen!r}" if seen is not None else f"{MUSA} unset (every device)"
+    return (
+        f"{wanted} does not choose this process's devices: torch_musa was imported before "
+        f"torchada (`import torch` imports it, through its entry point) and the MUSA driver has "
+        f"read {read} already. Import torchada before torch, run the program with "
+        f"`python -m torchada.run`, or set {MUSA} before starting it; processes started from "
+        f"here follow {CUDA}."
+    )
+
+
 def sync(patcher: Any) -> None:
-    """Apply the rule to ``os.environ``; ``patcher`` records every change for undo."""
+    """Apply the rule to ``os.environ``; ``patcher`` records every change for undo. A change made
+    after torch_musa was imported reaches only child processes: a warning says so."""
     cuda = os.environ.get(CUDA)
     musa = os.environ.get(MUSA)
     derived = os.environ.get(DERIVED)
     ours = musa is not None and musa == derived
     if cuda is None:
         if ours:  # CUDA_VISIBLE_DEVICES was unset after we derived from it: so is ours
+            if _devices_chosen():
+                warn_once(f"visible-late::{musa}", _too_late(None, musa))
             patcher.del_env(MUSA)
             patcher.del_env(DERIVED)
         return
@@ -61,5 +93,7 @@ def sync(patcher: Any) -> None:
             warn_once(f"visible:{cuda}:{musa}", message)
         return
     if musa != cuda:
+        if _devices_chosen():
+            warn_once(f"visible-late:{cuda}:{musa}", _too_late(cuda, musa))
         patcher.set_env(MUSA, cuda)
         patcher.set_env(DERIVED, cuda)

@@ -74,18 +74,45 @@ def get_stream_from_external(data_ptr: int, device: Any = None):
     return _musa().ExternalStream(data_ptr, device)
 
 
+def _allocation_stream(musa: Any, idx: int, stream: Any) -> Any:
+    """The stream object an allocation for ``stream`` (torch.cuda's argument) is made on."""
+    current = musa.current_stream(idx)
+    if stream is None:
+        return current
+    if isinstance(stream, musa.Stream):
+        return stream
+    if not isinstance(stream, int):
+        raise TypeError(
+            "Invalid type for stream argument, must be `torch.cuda.Stream` or `int` representing "
+            "a pointer to an existing stream"
+        )
+    # A raw handle: the allocator files blocks under the native stream, so one with that handle.
+    return current if stream == current.musa_stream else musa.ExternalStream(stream, idx)
+
+
 def caching_allocator_alloc(size: int, device: Any = None, stream: Any = None) -> int:
-    # Emulated with a byte tensor kept alive until caching_allocator_delete.
-    idx = _musa().core._utils._get_musa_device_index(device, optional=True)
-    block = torch.empty(int(size), dtype=torch.uint8, device=_devices._musa(idx))
+    # Emulated with a byte tensor kept alive until caching_allocator_delete. It comes from
+    # torch_musa's caching allocator, so memory_allocated() and the memory stats count it, and
+    # is made on the stream asked for: the allocator reuses a freed block on that stream only.
+    musa = _musa()
+    idx = musa.core._utils._get_musa_device_index(device, optional=True)
+    on = _allocation_stream(musa, idx, stream)
+    if int(size) == 0:
+        return 0  # as CUDA's allocator answers a zero-byte request: no block, a null pointer
+    with musa.device(idx), musa.stream(on):
+        block = torch.empty(int(size), dtype=torch.uint8, device=_devices._musa(idx))
     ptr = block.data_ptr()
     _blocks[ptr] = block
     return ptr
 
 
 def caching_allocator_delete(mem_ptr: int) -> None:
+    if not mem_ptr:
+        return  # the null pointer a zero-byte allocation gave: nothing to free, as on CUDA
     if _blocks.pop(mem_ptr, None) is None:
-        raise RuntimeError(f"caching_allocator_delete: {mem_ptr:#x} was not allocated here")
+        raise RuntimeError(
+            f"invalid device pointer: {mem_ptr:#x} (it was not allocated here, or freed already)"
+        )
 
 
 def _empty_stats(device: Any = None) -> dict:
