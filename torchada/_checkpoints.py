@@ -25,7 +25,7 @@ removes the tagger and puts torch's ``_get_restore_location`` back.
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import torch
 
@@ -97,23 +97,14 @@ class _AliasedLocations(dict):
 
 
 def _register_tagger(patcher: Any) -> None:
-    import torch.serialization
+    from ._devices import register_serialization_package
 
-    registry = torch.serialization._package_registry
     # First of all: whichever later entry tags musa storages (torch's PrivateUse1 one at 23,
-    # torch_musa's at 999, or another release's) never sees them. A priority no entry has:
-    # equal priorities would make the registry's sort compare functions.
-    priority = min((entry[0] for entry in registry), default=1) - 1
-    entry = (priority, _cuda_tag, _no_restore)
-    torch.serialization.register_package(*entry)
+    # torch_musa's at 999, or another release's) never sees them.
+    def priority(taken: List[Any]) -> float:
+        return min(taken, default=1) - 1
 
-    def unregister() -> None:
-        for i, item in enumerate(registry):
-            if item is entry or item == entry:
-                del registry[i]
-                break
-
-    patcher.on_undo(unregister)
+    register_serialization_package(patcher, priority, _cuda_tag, _no_restore)
 
 
 def _patch_map_location_dicts(patcher: Any) -> None:

@@ -50,7 +50,7 @@ from __future__ import annotations
 import inspect
 import logging
 import threading
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -424,15 +424,23 @@ def _no_tag(storage: Any) -> None:
     return None  # saving keeps torch's tags: musa tensors are saved as "musa:N"
 
 
-def _register_deserializer(patcher: Any) -> None:
+def register_serialization_package(
+    patcher: Any, priority: Callable[[List[Any]], float], tagger: Callable, deserializer: Callable
+) -> None:
+    """Add a tagger/deserializer pair to torch.serialization's registry, undone with torchada.
+    ``priority`` picks the entry's place from the registry's current priorities; it must pick
+    one no entry has (equal priorities would make the registry's sort compare functions).
+
+    Example::
+
+        >>> register_serialization_package(  # doctest: +SKIP
+        ...     patcher, lambda taken: min(taken) - 1, tagger, deserializer
+        ... )
+    """
     import torch.serialization
 
     registry = torch.serialization._package_registry
-    taken = {entry[0] for entry in registry}
-    # Ahead of torch's CUDA deserializer (priority 20), on a free slot: equal priorities would
-    # make the registry's sort compare functions.
-    priority = next((p for p in range(19, 10, -1) if p not in taken), 19.5)
-    entry = (priority, _no_tag, _restore_cuda_location)
+    entry = (priority([item[0] for item in registry]), tagger, deserializer)
     torch.serialization.register_package(*entry)
 
     def unregister() -> None:
@@ -442,6 +450,14 @@ def _register_deserializer(patcher: Any) -> None:
                 break
 
     patcher.on_undo(unregister)
+
+
+def _register_deserializer(patcher: Any) -> None:
+    # Ahead of torch's CUDA deserializer (priority 20), on a free slot.
+    def priority(taken: List[Any]) -> float:
+        return next((p for p in range(19, 10, -1) if p not in taken), 19.5)
+
+    register_serialization_package(patcher, priority, _no_tag, _restore_cuda_location)
 
 
 # ---------------------------------------------------------------- Python fallback

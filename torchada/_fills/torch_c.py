@@ -98,15 +98,19 @@ def _shape(t: torch.Tensor) -> str:
     return str(list(t.shape))
 
 
+def _require_on_device(t: torch.Tensor, role: str, i: int) -> None:
+    if not _on_device(t):
+        raise RuntimeError(
+            f"Expected all {role} tensors to be CUDA tensors, but {role} tensor at index {i} "
+            f"has device '{t.device}'"
+        )
+
+
 # torch.cuda.comm's out= forms, with the checks and words of torch's own (torch/csrc/cuda/comm.cpp):
 # a program calling torch.cuda.comm reads CUDA's messages.
 def broadcast_out(tensor: torch.Tensor, out_tensors: Sequence[torch.Tensor]) -> List[torch.Tensor]:
     for i, out in enumerate(out_tensors):
-        if not _on_device(out):
-            raise RuntimeError(
-                "Expected all output tensors to be CUDA tensors, but output tensor at index "
-                f"{i} has device '{out.device}'"
-            )
+        _require_on_device(out, "output", i)
         if out.shape != tensor.shape:
             raise RuntimeError(
                 "Expected all output tensors to have same shape as the source tensor "
@@ -128,11 +132,7 @@ def scatter_out(
     dim = dim % max(tensor.dim(), 1)
     total = 0
     for i, out in enumerate(out_tensors):
-        if not _on_device(out):
-            raise RuntimeError(
-                "Expected all output tensors to be CUDA tensors, but output tensor at index "
-                f"{i} has device '{out.device}'"
-            )
+        _require_on_device(out, "output", i)
         expected = list(tensor.shape)
         expected[dim] = out.size(dim) if out.dim() == tensor.dim() else expected[dim]
         if list(out.shape) != expected:
@@ -159,11 +159,7 @@ def gather_out(
     dim = dim % max(out_tensor.dim(), 1)
     total = 0
     for i, t in enumerate(tensors):
-        if not _on_device(t):
-            raise RuntimeError(
-                "Expected all input tensors to be CUDA tensors, but input tensor at index "
-                f"{i} has device '{t.device}'"
-            )
+        _require_on_device(t, "input", i)
         if t.dim() != out_tensor.dim():
             raise RuntimeError(
                 "Expected all input tensors to have the same number of dimensions as the output "
