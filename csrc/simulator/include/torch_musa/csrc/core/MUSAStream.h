@@ -16,6 +16,7 @@
 #include <musa_runtime_api.h>
 
 #include "../../../../../torch_features.h"
+#include <torch_musa/csrc/aten/utils/Utils.h>
 #if !TORCHADA_HAS_STREAM_NATIVE_HANDLE
 #include <pybind11/pybind11.h>
 #endif
