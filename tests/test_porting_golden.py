@@ -84,6 +84,22 @@ REPORTS: Dict[str, tuple] = {
     "layernorm_softmax.cu": (set(), set()),
     "rotary_embedding.cu": (set(), set()),
     "topk_gating.cu": ({"<cub/block/block_reduce.cuh>"}, set()),
+    # Receivers without is_privateuseone (stable tensor, packed sequence, a type() variable).
+    "device_checks.cpp": (set(), {"is_cuda"}),
+    # CUDA_CHECK is defined by ep_configs.cuh (another file): --rename-project renames it.
+    "ep_buffer.cpp": (
+        {"CUDA_CHECK"},
+        {"ScalarTypeToCudaDataType", "cudaLaunchAttributeProgrammaticStreamSerialization"},
+    ),
+    "ep_configs.cuh": (set(), set()),
+    "legacy_binding.cpp": (set(), set()),
+    "legacy_roi_pool.cu": (
+        set(),
+        {
+            "THCState", "THCState_getCurrentStream", "lazyInitCUDA", "THCudaMalloc",
+            "THCudaFree", "THCCeilDiv",
+        },
+    ),  # fmt: skip
 }
 
 
@@ -121,6 +137,43 @@ def test_report_details_arch_and_lines() -> None:
     assert "threshold" in finding.note
 
 
+def test_report_details_legacy_thc() -> None:
+    _, report = port_source(read(INPUT / "legacy_roi_pool.cu"), filename="legacy_roi_pool.cu")
+    t = report.translated
+    assert t["THCudaCheck"] == 3 and t["THCCeilDiv"] == 2
+    assert t["x.type().is_cuda()"] == 2  # .type() dropped: the type object has no replacement
+    assert t["THC/THC.h"] == 1 and t["THC/THCDeviceUtils.cuh"] == 1
+    # at::ceil_div is written, and the include it needs asked for.
+    assert "ATen/ceil_div.h" in report.attention["THCCeilDiv"].note
+    assert report.attention["THCCeilDiv"].count == 2
+    assert "getCurrentMUSAStream" in report.attention["THCState_getCurrentStream"].note
+    assert "raw_alloc" in report.attention["THCudaMalloc"].note
+
+
+def test_report_details_receivers() -> None:
+    _, report = port_source(read(INPUT / "device_checks.cpp"), filename="device_checks.cpp")
+    assert report.translated["is_cuda"] == 3 and report.translated["x.type().is_cuda()"] == 1
+    finding = report.attention["is_cuda"]
+    assert finding.count == 4  # kind.is_cuda(), st.is_cuda(), seq.is_cuda(), seq.data()...
+    assert finding.line == 29
+    assert report.translated["kCUDA"] == 3  # at::, torch:: (kMUSA) and c10:: (kPrivateUse1)
+
+
+def test_report_details_switches_and_launch() -> None:
+    _, report = port_source(read(INPUT / "ep_configs.cuh"), filename="ep_configs.cuh")
+    t = report.translated
+    for switch in ("HALF_CONVERSIONS", "HALF_OPERATORS", "HALF2_OPERATORS", "BFLOAT16_CONVERSIONS"):
+        assert t[f"__CUDA_NO_{switch}__"] == 2
+    assert t["__CUDACC_RDC__"] == 2 and t["__CUDA_ARCH__"] == 1  # the #define
+    assert t["cudaLaunchAttributeCooperative"] == 1
+    _, report = port_source(read(INPUT / "ep_buffer.cpp"), filename="ep_buffer.cpp")
+    assert report.translated["CUDA_IPC_HANDLE_SIZE"] == 3
+    assert report.translated["CUDART_VERSION (as a value)"] == 1
+    assert "define at::musa::ScalarTypeToMusaDataType" in (
+        report.attention["ScalarTypeToCudaDataType"].note
+    )
+
+
 def test_report_remaining_lines_and_notes() -> None:
     _, report = port_source(read(INPUT / "stable_abi.cpp"), filename="stable_abi.cpp")
     cuda = report.remaining["cuda"]
@@ -130,3 +183,33 @@ def test_report_remaining_lines_and_notes() -> None:
     assert report.translated["AutogradCUDA"] == 1
     assert report.translated["DispatchKey::CUDA"] == 1
     assert report.translated["DeviceType::CUDA"] == 2
+
+
+PROJECT = GOLDEN / "project"
+
+
+def _files(root: Path) -> Dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.name.startswith(".")
+    }
+
+
+def test_project_renaming_golden(tmp_path: Path) -> None:
+    # --rename-project: the tree's own names, files and folders, consistently in every file.
+    report = port_tree(PROJECT / "input", tmp_path / "out", rename_project=True)
+    assert _files(tmp_path / "out") == _files(PROJECT / "expected")
+    notes = " ".join(report.notes)
+    assert "WITH_CUDA -> WITH_MUSA" in notes and "PyInit__scatter_cuda" in notes
+    assert "csrc/cuda/scatter_cuda.cu -> csrc/musa/scatter_musa.cu" in notes
+    for file_report in report.files:
+        assert file_report.remaining == {}, file_report.path
+
+
+def test_project_renaming_is_never_the_default(tmp_path: Path) -> None:
+    port_tree(PROJECT / "input", tmp_path / "out")
+    produced = _files(tmp_path / "out")
+    assert "csrc/cuda/scatter_cuda.mu" in produced
+    assert b"WITH_CUDA" in produced["csrc/scatter.cpp"]
+    assert b"scatter_sum_cuda" in produced["csrc/cuda/scatter_cuda.mu"]

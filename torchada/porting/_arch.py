@@ -1,8 +1,9 @@
 """``__CUDA_ARCH__`` in CUDA sources, rewritten as tests on the MUSA arch macro.
 
 Comparisons with an integer literal (either order), ``defined()`` and truthiness tests are
-rewritten through the rules' arch threshold table (``rules/arch.json``); any other use is left
-for the porter's report to flag. Used by the translator (``_engine``) for the one rule of kind
+rewritten through the rules' arch threshold table (``rules/arch.json``); the name in ``#define`` and
+``#undef`` is renamed (its value is left as written); any other use is left for the porter's
+report to flag. Used by the translator (``_engine``) for the one rule of kind
 "arch-macro".
 """
 
@@ -82,7 +83,9 @@ class ArchRewriter:
             or before[:2] in (["&", "&"], ["|", "|"])
             or (before[:1] == ["!"])
         ) and _ARCH_TRUTH_POST.match(text, name_end)
-        if defined or truthy:
+        # `#define`/`#undef` of the macro itself (a stand-in for editors' indexers): the name only.
+        named = len(before) == 2 and before[0] in ("define", "undef") and before[1] == "#"
+        if defined or truthy or named:
             return (start, name_end, self.musa, key)  # type: ignore[return-value]
         return None
 

@@ -24,12 +24,29 @@ import functools
 import logging
 import re
 from collections import Counter
-from typing import Dict, FrozenSet, List, Optional, Pattern, Sequence, Tuple, Union
+from typing import (
+    TYPE_CHECKING,
+    Callable,
+    Dict,
+    FrozenSet,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Pattern,
+    Sequence,
+    Set,
+    Tuple,
+    Union,
+)
 
 from ._arch import ArchRewriter
-from ._lexical import _WORD_CHARS, _tokens_before
+from ._lexical import _SPACE_CHARS, _WORD_CHARS, _tokens_before
 from ._ruleset import Rule, RuleError, RuleSet, load_rules
 from .report import STATUS_MUSA, STATUS_PORTED, STATUS_UNCHANGED, FileReport, Finding
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .project import ProjectRenames
 
 logger = logging.getLogger("torchada.porting")
 
@@ -38,7 +55,7 @@ MUSA_SUFFIXES = (".mu", ".muh")
 
 
 # Token kinds, as ints for a cheap dispatch in the hot loop.
-_K_SKIP, _K_COMMENT, _K_INCLUDE, _K_IDENT = range(4)
+_K_SKIP, _K_COMMENT, _K_INCLUDE, _K_IDENT, _K_RECEIVER = range(5)
 
 # After the R of a raw string: no word character before it, or exactly an encoding prefix.
 _RAW_START = r"(?:(?<!\w.)|(?<=(?<!\w)[uUL].)|(?<=(?<!\w)u8.))"
@@ -89,13 +106,17 @@ _Elem = Union[str, FrozenSet[str], None]
 class _Context:
     """A rule that applies only after certain tokens (``at::``, ``x.``, ``IMPL(ns,``)."""
 
-    __slots__ = ("pattern", "rule", "replacement", "shape")
+    __slots__ = ("pattern", "rule", "replacement", "shape", "member")
 
     def __init__(self, pattern: Sequence[_Elem], rule: Rule, replacement: str, shape: str) -> None:
         self.pattern = tuple(pattern)  # nearest token first
         self.rule = rule
         self.replacement = replacement
         self.shape = shape  # how the rule looks in source, for report notes
+        # A member rule's receiver checks, read once from its fields (see _member_edit).
+        self.member: Optional[_MemberChecks] = None
+        if rule.kind == "member" and rule.extra:
+            self.member = _MemberChecks(rule.extra)
 
     def matches(self, tokens: List[str]) -> bool:
         if len(tokens) < len(self.pattern):
@@ -112,10 +133,28 @@ class _Context:
         return True
 
 
+class _MemberChecks:
+    """A member rule's fields, prepared: ``drop`` (``drop_call``), ``without`` (the types and
+    namespaces whose objects lack the replacement), ``bound`` (``bound_near``), and the
+    using-directive pattern of ``namespaces_without`` with the state key its result is kept
+    under."""
+
+    __slots__ = ("drop", "without", "bound", "using", "using_key")
+
+    def __init__(self, extra: Mapping[str, object]) -> None:
+        self.drop: Optional[str] = extra.get("drop_call")  # type: ignore[assignment]
+        namespaces = tuple(extra.get("namespaces_without", ()))  # type: ignore[arg-type]
+        types = tuple(extra.get("receivers_without", ()))  # type: ignore[arg-type]
+        self.without: Tuple[str, ...] = types + namespaces
+        self.bound: Tuple[str, ...] = tuple(extra.get("bound_near", ()))  # type: ignore[arg-type]
+        self.using = _using_pattern(namespaces) if namespaces else None
+        self.using_key = "using:" + (self.using.pattern if self.using is not None else "")
+
+
 class _Trigger:
     """What to do when an identifier rule key is met: context-dependent choices, then a default."""
 
-    __slots__ = ("key", "plain", "contexts", "depth", "by_qualifier")
+    __slots__ = ("key", "plain", "contexts", "depth", "by_qualifier", "member")
 
     def __init__(self, key: str) -> None:
         self.key = key
@@ -125,6 +164,56 @@ class _Trigger:
         # Contexts that are exactly `<qualifier>::`, by qualifier: the common case, decided
         # without the general backward lexer.
         self.by_qualifier: Dict[str, _Context] = {}
+        # The one context of a member rule with receiver checks, when it is the only one.
+        self.member: Optional[_Context] = None
+
+
+#: Rename-rule fields that make the rename depend on the file (handled off the fast path).
+_CONDITIONAL_FIELDS = ("requires", "review")
+# A using-directive or namespace that makes `at::`/`torch::` names visible unqualified.
+_USING_NS = r"(?:using\s+namespace\s+(?:::\s*)?(?:{ns})\s*;|\bnamespace\s+(?:{ns})\b\s*[{{:])"
+# Keywords that may stand where a declaration's type would.
+_NOT_TYPES = frozenset(
+    "return else case throw new delete goto sizeof co_return co_yield using typedef namespace "
+    "struct class enum union public private protected operator".split()
+)
+# Keywords a parenthesis may follow without being a call.
+_NOT_CALLEES = _NOT_TYPES | frozenset("if while switch for and or not".split())
+# What may follow a declared name.
+_DECLARATOR_FOLLOWS = frozenset(",)=;({[:")
+# What a call ends with (before a member operator).
+_CALL_END = frozenset(") \t\r\n")
+# How far around a member call its receiver's declaration is looked for (and a receiver needle
+# or a header of a namespace without the replacement makes its receiver suspect), in steps.
+_SCOPE_BEFORE = 8_000
+_SCOPE_AFTER = 4_000
+_SCOPE_STEPS = (600, 2_500, _SCOPE_BEFORE)
+# How far below the first include of a namespace's header its using-directive is looked for.
+_USING_REACH = 20_000
+# How far above a member call a variable bound to the dropped call is looked for.
+_BOUND_BEFORE = 600
+
+
+class _RunState:
+    """What one port of one text has learnt so far: the features its includes provide, and
+    facts about the text computed once, when a rule first asks."""
+
+    __slots__ = ("text", "provided", "facts", "sites", "header_sites")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.provided: Set[str] = set()
+        self.facts: Dict[str, object] = {}
+        # Where the scan met a receiver needle, and an include of a header whose namespace's
+        # types member rewrites must not reach (the stable ABI's), in text order.
+        self.sites: List[int] = []
+        self.header_sites: List[int] = []
+
+    def fact(self, key: str, compute: Callable[[], object]) -> object:
+        value = self.facts.get(key, self)
+        if value is self:
+            value = self.facts[key] = compute()
+        return value
 
 
 class Translator:
@@ -164,12 +253,27 @@ class Translator:
         self._fast: Dict[str, str] = {
             k: t.plain.musa
             for k, t in self._triggers.items()
-            if not t.contexts and t.plain is not None and t.plain.kind == "rename"
+            if not t.contexts
+            and t.plain is not None
+            and t.plain.kind == "rename"
+            and not any(f in t.plain.extra for f in _CONDITIONAL_FIELDS)
         }
         self._ident_patterns = _alternation(self.ruleset.identifier_patterns)
         self._header_patterns = _alternation(self.ruleset.header_patterns)
         self._looks_cuda: Dict[str, bool] = {}
-        self._include_cache: Dict[str, Tuple[str, str, str]] = {}
+        # Include operand -> (action, new spelling, note, what the included header provides,
+        # whether it is a header of a namespace that member rewrites must not reach).
+        self._include_cache: Dict[str, Tuple[str, str, str, Optional[FrozenSet[str]], bool]] = {}
+        self._receiver_namespaces = tuple(
+            sorted(
+                {
+                    word
+                    for rule in self.ruleset.rules
+                    if rule.kind == "member"
+                    for word in rule.extra.get("namespaces_without", ())
+                }
+            )
+        )
         # The device-pass arch macro is whichever rule has kind "arch-macro" (one at most).
         arch = next((r for r in self.ruleset.rules if r.kind == "arch-macro"), None)
         self._arch_key: Optional[str] = arch.cuda if arch is not None else None
@@ -223,6 +327,8 @@ class Translator:
             for ctx in trig.contexts:
                 if len(ctx.pattern) == 2 and ctx.pattern[0] == "::":
                     trig.by_qualifier.setdefault(str(ctx.pattern[1]), ctx)
+            if len(trig.contexts) == 1 and trig.contexts[0].member is not None:
+                trig.member = trig.contexts[0]
 
     def _build_master(self) -> Tuple[Pattern[str], Dict[str, int]]:
         # (first char, group name, pattern for the rest, kind); order matters within a first char.
@@ -253,6 +359,10 @@ class Translator:
         ]
         alts += [
             (first, f"n{i}", rest, _K_IDENT) for i, (first, rest) in enumerate(self.ruleset.needles)
+        ]
+        alts += [
+            (first, f"r{i}", rest, _K_RECEIVER)
+            for i, (first, rest) in enumerate(self.ruleset.receiver_needles)
         ]
         grouped: Dict[str, List[Tuple[str, str]]] = {}
         kinds: Dict[str, int] = {}
@@ -290,11 +400,20 @@ class Translator:
                 raise RuleError(f"rule key {key!r} contains no needle the scanner stops at")
 
     # ------------------------------------------------------------------ public
-    def port(self, text: str, *, filename: Optional[str] = None) -> Tuple[str, FileReport]:
+    def port(
+        self,
+        text: str,
+        *,
+        filename: Optional[str] = None,
+        project: Optional["ProjectRenames"] = None,
+    ) -> Tuple[str, FileReport]:
         """Translate ``text``; returns the new text and a :class:`FileReport`.
 
         ``filename`` labels the report; a ``.mu``/``.muh`` name returns ``text`` untouched
-        (status ``musa-source``).
+        (status ``musa-source``). ``project`` (from
+        :func:`~torchada.porting.project.collect_project_names`) also renames the project's own
+        CUDA-named identifiers and the quoted includes of its renamed files; ``filename`` is then
+        the file's path in that tree.
 
         Example::
 
@@ -310,9 +429,44 @@ class Translator:
             report.status = STATUS_MUSA
             report.notes.append("hand-written MUSA source: left untouched")
             return text, report
-        out = self._run(text, report)
+        out = self._run(text, report, project, filename)
         report.status = STATUS_PORTED if out != text else STATUS_UNCHANGED
         return out, report
+
+    def rule_names(self) -> FrozenSet[str]:
+        """The identifiers some rule acts on (rule keys and their last ``::`` components).
+
+        Example::
+
+            >>> from torchada.porting import Translator
+            >>> names = Translator().rule_names()
+            >>> "cudaMalloc" in names, "is_cuda" in names, "my_kernel" in names
+            (True, True, False)
+        """
+        names = set(self._triggers)
+        if self._arch_key is not None:
+            names.add(self._arch_key)
+        return frozenset(names)
+
+    def cuda_names(self, text: str) -> Iterator[str]:
+        """The CUDA-looking identifiers of ``text``'s code (not its comments, strings or include
+        operands), in order, repeats included: what the scanner stops at.
+
+        Example::
+
+            >>> from torchada.porting import Translator
+            >>> list(Translator().cuda_names('cudaFree(p); /* cudaMalloc */ puts("cuda");'))
+            ['cudaFree']
+        """
+        kinds = self._kind_by_index
+        for m in self._master.finditer(text):
+            if kinds[m.lastindex] != _K_IDENT:  # type: ignore[index]
+                continue
+            start, end = m.span()
+            while start and text[start - 1] in _WORD_CHARS:
+                start -= 1
+            if not text[start].isdigit():
+                yield text[start:end]
 
     def looks_cuda(self, name: str) -> bool:
         """Whether ``name`` looks like a CUDA API name (the report's "remaining" heuristic).
@@ -330,7 +484,13 @@ class Translator:
         return hit
 
     # ------------------------------------------------------------------ hot loop
-    def _run(self, text: str, report: FileReport) -> str:
+    def _run(
+        self,
+        text: str,
+        report: FileReport,
+        project: Optional["ProjectRenames"] = None,
+        path: Optional[str] = None,
+    ) -> str:
         pieces: List[str] = []
         append = pieces.append
         fast_hits: List[str] = []  # report labels of applied rewrites, counted at the end in C
@@ -342,6 +502,8 @@ class Translator:
         word = _WORD_CHARS
         lines = _LineCounter(text)
         k_ident, k_include = _K_IDENT, _K_INCLUDE
+        state = _RunState(text)
+        own_names = project.names if project is not None and project.names else None
 
         for m in self._master.finditer(text):
             kind = kinds[m.lastindex]  # type: ignore[index]
@@ -365,17 +527,22 @@ class Translator:
                     continue
                 trig = triggers.get(name)
                 if trig is not None:
-                    result = self._apply_trigger(trig, text, start, end, report, lines)
+                    result = self._apply_trigger(trig, text, start, end, report, lines, state)
                 elif name == self._arch_key:
                     result = self._arch.edit(text, start, end)  # type: ignore[union-attr]
                     if result is None:
                         _add(report.attention, name, lines.line(start), self._arch.note)
+                elif own_names is not None and name in own_names:
+                    result = (start, end, own_names[name], name)
                 else:
                     if not name[0].isdigit() and self.looks_cuda(name):
                         _add(report.remaining, name, lines.line(start), "")
                     continue
             elif kind == k_include:
-                result = self._include(m, text, report, lines)
+                result = self._include(m, text, report, lines, state, project, path)
+            elif kind == _K_RECEIVER:
+                state.sites.append(start)
+                continue
             else:  # _K_COMMENT
                 result = self._port_comment(m.group(), start, report.translated)
             if result is not None:
@@ -436,7 +603,11 @@ class Translator:
         end: int,
         report: FileReport,
         lines: "_LineCounter",
+        state: _RunState,
     ) -> Optional[_Edit]:
+        if trig.member is not None and start and text[start - 1] == ".":
+            # A member rule's usual shape, x.name(): no need for the backward lexer.
+            return _member_edit(trig.member, text, start, end, report, lines, state)
         if trig.contexts:
             found = None
             if trig.by_qualifier:
@@ -446,6 +617,8 @@ class Translator:
                 found = next((c for c in trig.contexts if c.matches(tokens)), None)
             if found is not None:
                 rule = found.rule
+                if found.member is not None:
+                    return _member_edit(found, text, start, end, report, lines, state)
                 if rule.rewrites:
                     return (start, end, found.replacement, rule.cuda)
                 _add(report.attention, rule.cuda, lines.line(start), rule.note)
@@ -456,12 +629,24 @@ class Translator:
             _add(report.remaining, trig.key, lines.line(start), f"rule applies only as {needs}")
             return None
         if rule.kind == "rename":
+            if rule.extra:
+                return _conditional_rename(rule, text, start, end, report, lines, state)
             return (start, end, rule.musa, rule.cuda)
+        value = rule.extra.get("value")
+        if value is not None and _used_as_value(text, start, end):
+            return (start, end, value, f"{rule.cuda} (as a value)")
         _add(report.attention, rule.cuda, lines.line(start), rule.note)
         return None
 
     def _include(
-        self, m: "re.Match[str]", text: str, report: FileReport, lines: "_LineCounter"
+        self,
+        m: "re.Match[str]",
+        text: str,
+        report: FileReport,
+        lines: "_LineCounter",
+        state: _RunState,
+        project: Optional["ProjectRenames"] = None,
+        path: Optional[str] = None,
     ) -> Optional[_Edit]:
         index = m.lastindex
         start = m.start()
@@ -473,10 +658,25 @@ class Translator:
                     return None
         ps, pe = m.span(index + 1)  # type: ignore[operator]  # the operand group comes next
         spelled = text[ps:pe]
+        if project is not None and project.paths:
+            moved = project.include(spelled, path)
+            if moved is not None:
+                # The project's own file under its new name; .cu/.cuh as port_tree names them.
+                final = self._decide_include(moved)
+                return (ps, pe, final[1] if final[0] == "rewrite" else moved, spelled)
         decision = self._include_cache.get(spelled)
         if decision is None:
-            decision = self._include_cache[spelled] = self._decide_include(spelled)
-        action, value, note = decision
+            decided = self._decide_include(spelled)
+            features = self.ruleset.header_features.get(decided[1][1:-1])
+            # A header of a namespace whose types member rewrites must not reach.
+            risky = any(word in spelled for word in self._receiver_namespaces)
+            decision = self._include_cache[spelled] = decided + (features, risky)
+        action, value, note, features, risky = decision
+        if index == self._inc_index:  # an #include, not a __has_include test
+            if features:
+                state.provided.update(features)
+            if risky:
+                state.header_sites.append(ps)
         if action == "rewrite":
             return (ps, pe, value, note)
         if action == "attention":
@@ -502,6 +702,398 @@ class Translator:
         if self._header_patterns.search(inner):
             return ("remaining", spelled, "header without a MUSA mapping")
         return ("keep", spelled, "")
+
+
+def _conditional_rename(
+    rule: Rule,
+    text: str,
+    start: int,
+    end: int,
+    report: FileReport,
+    lines: "_LineCounter",
+    state: _RunState,
+) -> _Edit:
+    """A rename whose output depends on the file: on what its includes provide (``requires``;
+    with a ``fallback``, the spelling that compiles either way), on the qualifier the name is
+    written with (``qualifiers``: where the new name is declared), or that a human should look
+    over (``review``)."""
+    extra = rule.extra
+    new = rule.musa
+    feature = extra.get("requires")
+    if feature is not None:
+        ok = feature in state.provided
+        fallback = extra.get("fallback")
+        if fallback is None:
+            if not ok:
+                _add(report.attention, rule.cuda, lines.line(start), rule.note)
+        else:
+            qualifiers = extra.get("qualifiers")
+            if ok and qualifiers:
+                ok = _qualified_by(text, start, tuple(qualifiers), rule.cuda, state)
+            if not ok:
+                new = fallback
+    if extra.get("review"):
+        _add(report.attention, rule.cuda, lines.line(start), rule.note)
+    return (start, end, new, rule.cuda)
+
+
+def _used_as_value(text: str, start: int, end: int) -> bool:
+    """Whether the macro at ``start`` is a whole value in C++ code (``return X;``, ``= X;``,
+    ``f(X)``, ``f(a, X)``): not compared, not in arithmetic, not in a preprocessor test, where
+    another version scale would change what the code decides."""
+    line_start = text.rfind("\n", 0, start) + 1
+    if text[line_start:start].lstrip().startswith("#"):
+        return False
+    after = end
+    while after < len(text) and text[after] in " \t":
+        after += 1
+    nxt = text[after : after + 1]
+    tokens = _tokens_before(text, start, 2)
+    prev = tokens[0] if tokens else ""
+    if prev in ("return", "=") and nxt in (";", ","):
+        return prev == "return" or tokens[1:2] not in (["="], ["!"], ["<"], [">"])
+    if prev in ("(", ",") and nxt in (")", ","):
+        # A call's argument: the bracket must follow a callee name, not open a subexpression.
+        if prev == "(":
+            callee = tokens[1] if len(tokens) > 1 else ""
+            return callee[:1] in _WORD_CHARS and callee not in _NOT_CALLEES
+        return True
+    return False
+
+
+def _qualified_by(
+    text: str, start: int, qualifiers: Tuple[str, ...], name: str, state: _RunState
+) -> bool:
+    """Whether ``name`` at ``start`` is written ``q::name`` with ``q`` in ``qualifiers``, or bare
+    in a file that makes those namespaces visible (``using namespace at;``, ``namespace at {``,
+    ``using at::name;``)."""
+    i = start
+    while i and text[i - 1] in " \t":
+        i -= 1
+    if i >= 2 and text[i - 2 : i] == "::":
+        i -= 2
+        while i and text[i - 1] in " \t":
+            i -= 1
+        j = i
+        while j and text[j - 1] in _WORD_CHARS:
+            j -= 1
+        return text[j:i] in qualifiers
+    alts = "|".join(re.escape(q) for q in qualifiers)
+
+    def visible() -> bool:
+        using = re.compile(
+            _USING_NS.format(ns=alts) + rf"|using\s+(?:::\s*)?(?:{alts})\s*::\s*{name}\b"
+        )
+        return using.search(text) is not None
+
+    return bool(state.fact("visible:" + name, visible))
+
+
+def _member_edit(
+    ctx: _Context,
+    text: str,
+    start: int,
+    end: int,
+    report: FileReport,
+    lines: "_LineCounter",
+    state: _RunState,
+) -> Optional[_Edit]:
+    """A member rewrite checked against what its receiver can be (the rule's fields).
+
+    ``drop_call``: ``x.<call>().name()`` is rewritten ``x.<new>()``, the call dropped (for
+    ``is_cuda``: ``Tensor::type()`` returns a DeprecatedTypeProperties, which has ``is_cuda`` and
+    no ``is_privateuseone``, and means the same as the tensor's own). ``receivers_without`` and
+    ``namespaces_without``: the types, and the namespaces whose types, have the member but not
+    its replacement. Where nothing makes the receiver suspect (see :func:`_risk_near`) it can
+    only be one that has both; otherwise its declaration decides, and a receiver of such a type,
+    or one whose declaration is not to be found, is left alone and reported."""
+    rule = ctx.rule
+    checks: _MemberChecks = ctx.member  # type: ignore[assignment]
+    if start and text[start - 1] == ".":  # the usual x.name(): no spaces to skip
+        op: Optional[int] = start - 1
+    else:
+        op = _member_operator(text, start)
+        if op is None:
+            return None
+    drop = checks.drop
+    if drop and op and text[op - 1] in _CALL_END:
+        call = _call_before(text, op)
+        if call is not None and call[1] == drop and _member_operator(text, call[0]) is not None:
+            removed = text[call[0] : start]
+            new = "\n" * removed.count("\n") + ctx.replacement
+            return (call[0], end, new, f"x.{drop}().{rule.cuda}()")
+    if checks.without and _risk_near(text, start, checks, state):
+        verdict = _receiver_verdict(text, op, _receiver_root(text, op), checks.without, drop, state)
+        if verdict != "good":
+            why = (
+                "its receiver is declared as a type without the replacement"
+                if verdict == "bad"
+                else "a type without the replacement is used nearby and this receiver's "
+                "declaration is not in the file"
+            )
+            _add(report.attention, rule.cuda, lines.line(start), f"{rule.note}; left: {why}")
+            return None
+    return (start, end, ctx.replacement, rule.cuda)
+
+
+def _risk_near(text: str, start: int, checks: _MemberChecks, state: _RunState) -> bool:
+    """Whether a receiver of the member used at ``start`` may lack the replacement: the scan met
+    a receiver needle (a type without the replacement) not far above; or a ``bound_near`` word
+    is just above (``auto t = x.type();``); or the file includes a header of a namespace
+    without it (the stable ABI's) not far above, or imports that namespace. Positions the one
+    scan already found, a bounded str.find per word, and one using-directive search per file in
+    files that include such headers: the check runs at every use, and most files name none."""
+    sites = state.sites
+    if sites and sites[-1] >= start - _SCOPE_BEFORE:
+        return True
+    lo = start - _BOUND_BEFORE if start > _BOUND_BEFORE else 0
+    for word in checks.bound:
+        if text.find(word, lo, start) != -1:
+            return True
+    headers = state.header_sites
+    if not headers or checks.using is None:
+        return False
+    if headers[-1] >= start - _SCOPE_BEFORE:
+        return True
+    imports = state.facts.get(checks.using_key)
+    if imports is None:
+        # A using-directive for the namespace follows its headers' includes closely.
+        hi = min(len(text), headers[0] + _USING_REACH)
+        found = checks.using.search(text, headers[0], hi) is not None
+        imports = state.facts[checks.using_key] = found
+    return bool(imports)
+
+
+@functools.lru_cache(maxsize=None)
+def _using_pattern(without: Tuple[str, ...]) -> Pattern[str]:
+    alts = "|".join(re.escape(w) for w in without)
+    return re.compile(rf"using\s+namespace\s+(?:\w+\s*::\s*)*(?:{alts})\s*;")
+
+
+def _member_operator(text: str, name_start: int) -> Optional[int]:
+    """Where the ``.`` or ``->`` right before a member name starts, or None."""
+    i = name_start
+    while i and text[i - 1] in _SPACE_CHARS:
+        i -= 1
+    if i and text[i - 1] == ".":
+        return i - 1
+    if i >= 2 and text[i - 2 : i] == "->":
+        return i - 2
+    return None
+
+
+def _call_before(text: str, pos: int) -> Optional[Tuple[int, str]]:
+    """(start, name) of an argument-less call ``name()`` ending right before ``pos``."""
+    i = pos
+    while i and text[i - 1] in _SPACE_CHARS:
+        i -= 1
+    if not i or text[i - 1] != ")":
+        return None
+    i -= 1
+    while i and text[i - 1] in _SPACE_CHARS:
+        i -= 1
+    if not i or text[i - 1] != "(":
+        return None
+    i -= 1
+    while i and text[i - 1] in _SPACE_CHARS:
+        i -= 1
+    j = i
+    while j and text[j - 1] in _WORD_CHARS:
+        j -= 1
+    return (j, text[j:i]) if j < i else None
+
+
+def _receiver_root(text: str, op: int) -> Optional[str]:
+    """The first name of the receiver chain ending at ``op`` (``a`` in ``a.b(x)[i]->``), past
+    calls, subscripts and ``this->``; None for any other shape."""
+    i = op
+    root = None
+    while True:
+        while i and text[i - 1] in _SPACE_CHARS:
+            i -= 1
+        if i and text[i - 1] in ")]":
+            i = _matching_open(text, i - 1)
+            if i is None:
+                return root
+            continue
+        j = i
+        while j and text[j - 1] in _WORD_CHARS:
+            j -= 1
+        if j == i:
+            return root
+        if text[j:i] != "this":
+            root = text[j:i]
+        i = j
+        while i and text[i - 1] in _SPACE_CHARS:
+            i -= 1
+        if i and text[i - 1] == ".":
+            i -= 1
+        elif i >= 2 and text[i - 2 : i] in ("->", "::"):
+            i -= 2
+        else:
+            return root
+
+
+def _matching_open(text: str, close: int) -> Optional[int]:
+    """The index of the bracket that ``text[close]`` closes, on the same statement."""
+    pairs = {")": "(", "]": "["}
+    depth = 0
+    i = close
+    while i >= 0:
+        c = text[i]
+        if c in pairs:
+            depth += 1
+        elif c in "([":
+            depth -= 1
+            if depth == 0:
+                return i
+        elif c in ";{}":
+            return None
+        i -= 1
+    return None
+
+
+def _receiver_verdict(
+    text: str,
+    at: int,
+    root: Optional[str],
+    without: Tuple[str, ...],
+    drop: Optional[str],
+    state: _RunState,
+) -> str:
+    """ "good", "bad" or "unknown" for a receiver used at ``at`` whose chain starts at ``root``:
+    what its declaration in scope says (the last one before the use, else, for a class member
+    declared further down, the first one after it). Uses come in text order, so each name's
+    declaration and verdict are remembered, and only the text since the name's last use is
+    searched for a newer declaration."""
+    if root is None:
+        return "unknown"
+    key = "decl:" + root
+    memo = state.facts.get(key)
+    uses = _name_uses(root)
+    if isinstance(memo, tuple) and at - memo[0] <= _SCOPE_BEFORE:
+        last_pos, verdict, searched = memo
+        for m in uses.finditer(text, searched, at):  # a newer declaration shadows the last
+            found = _declaration_at(text, m.start(), len(root))
+            if found is not None:
+                last_pos, verdict = m.start(), _type_verdict(text, found, without, drop, state)
+        state.facts[key] = (last_pos, verdict, at)
+        return verdict
+    found = None
+    hi = at
+    for reach in _SCOPE_STEPS:  # nearest first: a parameter is usually a few lines up
+        lo = max(0, at - reach)
+        for m in reversed(list(uses.finditer(text, lo, hi))):
+            found = _declaration_at(text, m.start(), len(root))
+            if found is not None:
+                verdict = _type_verdict(text, found, without, drop, state)
+                state.facts[key] = (m.start(), verdict, at)
+                return verdict
+        if not lo:
+            break
+        hi = lo + len(root) + _DECLARATION_REACH  # a match may straddle lo
+    for m in uses.finditer(text, at, min(len(text), at + _SCOPE_AFTER)):  # a later member
+        found = _declaration_at(text, m.start(), len(root))
+        if found is not None:
+            return _type_verdict(text, found, without, drop, state)
+    return "unknown"
+
+
+@functools.lru_cache(maxsize=1024)
+def _name_uses(name: str) -> Pattern[str]:
+    """Where ``name`` may be declared: followed by what may follow a declarator. Starts with the
+    name's letters, so that re skips ahead to candidates."""
+    return re.compile(re.escape(name) + r"(?![\w])[ \t]*[,)=;({\[:]")
+
+
+def _type_verdict(
+    text: str,
+    found: Tuple[str, int, str],
+    without: Tuple[str, ...],
+    drop: Optional[str],
+    state: _RunState,
+) -> str:
+    type_name, end, follows = found
+    if any(word in type_name for word in without):
+        return "bad"
+    if type_name in ("Tensor", "Device"):
+        # Unqualified: the stable ABI's own when the file uses one of those namespaces.
+        using = _using_pattern(without)
+        if state.fact("using:" + using.pattern, lambda: using.search(text) is not None):
+            return "bad"
+    if type_name == "auto" and drop and follows == "=":
+        tail = text[end - 1 : text.find(";", end) + 1]
+        if re.search(rf"\.\s*{re.escape(drop)}\s*\(\s*\)\s*;\Z", tail):
+            return "bad"
+    return "good"
+
+
+def _declaration_at(text: str, start: int, size: int) -> Optional[Tuple[str, int, str]]:
+    """(type, end, what follows the name) when the name of ``size`` characters at ``start`` is
+    declared there: a whole word, followed by what may follow a declarator, with a type (maybe
+    qualified, maybe with template arguments) right before it, past ``const``, ``&`` and ``*``.
+    Read by hand: a regex searched over the text before every candidate costs a scan each."""
+    name_end = start + size
+    if name_end < len(text) and text[name_end] in _WORD_CHARS:
+        return None
+    after = name_end
+    while after < len(text) and text[after] in " \t":
+        after += 1
+    if after >= len(text) or text[after] not in _DECLARATOR_FOLLOWS:
+        return None
+    follows = text[after]
+    i = start
+    if i and text[i - 1] in _WORD_CHARS:
+        return None  # the end of a longer name
+    while True:
+        while i and text[i - 1] in _DECLARATOR_MARKS:
+            i -= 1
+        if text.endswith("const", 0, i) and (i == 5 or text[i - 6] not in _WORD_CHARS):
+            i -= 5
+            continue
+        break
+    end = i
+    if i and text[i - 1] == ">":  # template arguments, balanced
+        depth = 0
+        while i > max(0, end - _DECLARATION_REACH):
+            c = text[i - 1]
+            i -= 1
+            if c == ">":
+                depth += 1
+            elif c == "<":
+                depth -= 1
+                if depth == 0:
+                    break
+            elif c in ";(){}":
+                return None
+        else:
+            return None
+        while i and text[i - 1] in " \t":
+            i -= 1
+    start = i
+    while True:
+        j = start
+        while j and text[j - 1] in _WORD_CHARS:
+            j -= 1
+        if j == start:
+            return None
+        start = j
+        k = start
+        while k and text[k - 1] in " \t":
+            k -= 1
+        if k >= 2 and text[k - 2 : k] == "::":
+            start = k - 2
+            while start and text[start - 1] in " \t":
+                start -= 1
+            continue
+        break
+    if start and text[start - 1] in ".>":
+        return None  # a member or a pointer access, not a type
+    type_name = " ".join(text[start:end].split())
+    first = type_name.split("::", 1)[0].strip()
+    if not first or first in _NOT_TYPES or first[0].isdigit():
+        return None
+    return (type_name, after + 1, follows)
 
 
 def _simple_qualifier(text: str, start: int, trig: _Trigger) -> Optional[_Context]:

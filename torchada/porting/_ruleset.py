@@ -5,6 +5,17 @@ The tables live in ``rules/<domain>.json`` next to this module; the code here on
 The header renames of CUDA libraries whose main header is named after them (``<cuda>.h`` ->
 ``<musa>.h``) come from torchada's one library table, ``torchada/tables/libraries.json``, into the
 ``headers`` domain: the library names are written once, for ctypes, builds and the porter.
+
+Optional fields of a rule (the engine reads them; they stay in :attr:`Rule.extra`):
+
+* ``rename``: ``requires`` (a feature a MUSA header provides, ``rules/_provides.json``), with
+  ``fallback`` the name written where no included header provides it and ``qualifiers`` the
+  namespaces under which ``musa`` is declared (``kCUDA``: ``at::kMUSA``, else ``kPrivateUse1``);
+  ``requires`` without ``fallback`` reports the missing include; ``review`` reports a rewrite
+  that needs something from a human (a declaration torch_musa lacks).
+* ``version-guard``: ``value``, the MUSA macro a use as a whole value takes (``return X;``).
+* ``member``: ``drop_call``, ``receivers_without``, ``namespaces_without``, ``bound_near``:
+  what its receiver may be (see the engine's member rewrite).
 """
 
 from __future__ import annotations
@@ -16,7 +27,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 logger = logging.getLogger("torchada.porting")
 
@@ -145,6 +156,12 @@ class RuleSet:
     header_patterns: Tuple[str, ...]
     needles: Tuple[Tuple[str, str], ...]
     digest: str
+    #: What a MUSA header makes available to the code after it (``rules/_provides.json``): header
+    #: path -> feature names that rules list under ``requires``.
+    header_features: Dict[str, FrozenSet[str]] = field(default_factory=dict)
+    #: Where the scanner notes names that make a member rewrite check its receiver
+    #: (``rules/_detect.json``'s ``receiver_needles``; same shape as ``needles``).
+    receiver_needles: Tuple[Tuple[str, str], ...] = ()
 
     def __len__(self) -> int:
         return len(self.rules)
@@ -172,8 +189,16 @@ def _parse_rule(raw: Mapping[str, Any], domain: str, where: str) -> Rule:
     if not isinstance(cuda, str) or not isinstance(musa, str) or not cuda:
         raise RuleError(f"{where}: rule {raw!r} needs non-empty string 'cuda' and 'musa'")
     if kind in ("rename", "member", "dispatch-key", "arch-macro", "version-guard"):
-        if not _IDENT.match(cuda) or not _IDENT.match(musa):
+        # A rename may name a qualified replacement (a legacy name whose successor lives in a
+        # namespace); everything else maps identifier to identifier.
+        target_ok = _IDENT.match(musa) or (kind == "rename" and _QUALIFIED.match(musa))
+        if not _IDENT.match(cuda) or not target_ok:
             raise RuleError(f"{where}: {kind} rule {cuda!r} -> {musa!r} must map identifiers")
+    fallback = raw.get("fallback")
+    if fallback is not None and not (isinstance(fallback, str) and _IDENT.match(fallback)):
+        raise RuleError(f"{where}: rule {cuda!r} has a fallback that is not an identifier")
+    if (fallback is not None or "qualifiers" in raw) and "requires" not in raw:
+        raise RuleError(f"{where}: rule {cuda!r} has a fallback but no 'requires'")
     if kind == "qualified":
         if not _QUALIFIED.match(cuda) or not _QUALIFIED.match(musa):
             raise RuleError(f"{where}: qualified rule {cuda!r} must look like ns::name")
@@ -226,6 +251,8 @@ def _load(rules_dir: Path) -> RuleSet:
     ident_patterns: Tuple[str, ...] = ()
     header_patterns: Tuple[str, ...] = ()
     needles: Tuple[Tuple[str, str], ...] = ()
+    receiver_needles: Tuple[Tuple[str, str], ...] = ()
+    header_features: Dict[str, set] = {}
     for path in files:
         raw_bytes = path.read_bytes()
         hasher.update(path.name.encode() + b"\0" + raw_bytes + b"\0")
@@ -241,6 +268,14 @@ def _load(rules_dir: Path) -> RuleSet:
                 if len(first) != 1:
                     raise RuleError(f"{path.name}: needle {needle!r} must start with one character")
                 needles += ((first, rest),)
+            for needle in data.get("receiver_needles", ()):
+                first, rest = needle
+                if len(first) != 1:
+                    raise RuleError(f"{path.name}: needle {needle!r} must start with one character")
+                receiver_needles += ((first, rest),)
+            for feature, headers in data.get("provides", {}).items():
+                for header in headers:
+                    header_features.setdefault(header, set()).add(feature)
             continue
         domain = data.get("domain") or path.stem
         parsed = []
@@ -267,7 +302,8 @@ def _load(rules_dir: Path) -> RuleSet:
         by_key[rule.cuda] = rule
     domains[LIBRARY_HEADER_DOMAIN] = domains.get(LIBRARY_HEADER_DOMAIN, ()) + tuple(derived)
     rules.extend(derived)
-    for pattern in ident_patterns + header_patterns + tuple(f + r for f, r in needles):
+    all_needles = needles + receiver_needles
+    for pattern in ident_patterns + header_patterns + tuple(f + r for f, r in all_needles):
         try:
             re.compile(pattern)
         except re.error as exc:
@@ -291,6 +327,11 @@ def _load(rules_dir: Path) -> RuleSet:
             raise RuleError(
                 f"arch tiers {lower.label!r} and {upper.label!r} overlap or are unordered"
             )
+    known = {feature for features in header_features.values() for feature in features}
+    for rule in rules:
+        feature = rule.extra.get("requires")
+        if feature is not None and feature not in known:
+            raise RuleError(f"rule {rule.cuda!r} requires {feature!r}, which no header provides")
     headers = {r.cuda: r for r in rules if r.kind == "header" or _is_header_key(r)}
     ruleset = RuleSet(
         rules=tuple(rules),
@@ -302,6 +343,8 @@ def _load(rules_dir: Path) -> RuleSet:
         header_patterns=header_patterns,
         needles=needles,
         digest=hasher.hexdigest(),
+        header_features={h: frozenset(f) for h, f in header_features.items()},
+        receiver_needles=receiver_needles,
     )
     logger.debug("loaded %d porting rules from %s", len(ruleset), rules_dir)
     return ruleset

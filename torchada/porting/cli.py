@@ -1,4 +1,5 @@
-"""``python -m torchada port SRC --out DIR [--diff] [--report [PATH]] [--in-place]``."""
+"""``python -m torchada port SRC --out DIR [--diff] [--report [PATH]] [--in-place]
+[--rename-project]``."""
 
 from __future__ import annotations
 
@@ -60,6 +61,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--rewrite-comments", action="store_true", help="also apply plain renames inside comments"
     )
+    parser.add_argument(
+        "--rename-project",
+        action="store_true",
+        help=(
+            "also rename the project's own CUDA-named identifiers, files and folders (WITH_CUDA, "
+            "CHECK_CUDA, add_cuda, cuda/) consistently across SRC; the build must follow"
+        ),
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="no summary line")
     return parser
 
@@ -98,6 +107,7 @@ def main(argv: Optional[Sequence[str]] = None, *, stdout: Optional[TextIO] = Non
             rewrite_comments=args.rewrite_comments,
             dry_run=args.out is None and not args.in_place,
             on_ported=on_ported if args.diff else None,
+            rename_project=args.rename_project,
         )
     except PortError as exc:
         return _fail(str(exc))

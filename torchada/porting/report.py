@@ -60,14 +60,16 @@ class FileReport:
 
     ``translated`` maps a rule (its CUDA spelling) to how often it was applied. ``remaining``
     lists CUDA-looking names in code that no rule covered. ``attention`` lists names a rule
-    deliberately kept (version macros, unsupported APIs, unrecognised ``__CUDA_ARCH__`` uses).
+    deliberately kept (version macros, unsupported APIs, unrecognised ``__CUDA_ARCH__`` uses,
+    member calls on a receiver without the replacement) or rewrote with something left for a
+    human to do (a declaration or an include the new name needs).
     ``status`` is one of ``ported``, ``unchanged``, ``cached``, ``copied``, ``musa-source``,
     ``binary``, ``non-utf8`` or ``removed``.
 
     Example::
 
         >>> from torchada.porting import port_source
-        >>> _, report = port_source("int v = CUDA_VERSION; cudaMalloc(&p, n);")
+        >>> _, report = port_source("int v = CUDA_VERSION / 1000; cudaMalloc(&p, n);")
         >>> report.status, report.translated, sorted(report.attention)
         ('ported', {'cudaMalloc': 1}, ['CUDA_VERSION'])
     """

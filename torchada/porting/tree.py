@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Set, Tuple, Union
 
 from ._engine import MUSA_SUFFIXES, Translator, get_translator
+from .project import ProjectRenames, collect_project_names
 from .report import (
     STATUS_BINARY,
     STATUS_CACHED,
@@ -56,6 +57,8 @@ SOURCE_SUFFIXES = frozenset(
         ".inl", ".inc", ".ipp", ".tcc", ".tpp", ".cuinc",
     }
 )  # fmt: skip
+# What the project renaming reads: the ported sources and the hand-written MUSA ones.
+_PROJECT_SUFFIXES = SOURCE_SUFFIXES | frozenset(MUSA_SUFFIXES)
 #: With ``rename_cu``: the MUSA build compiles only .mu with its device compiler.
 CU_RENAMES = {".cu": ".mu", ".cuh": ".muh"}
 #: Directories never walked (version control, caches).
@@ -142,6 +145,7 @@ def port_tree(
     rewrite_comments: bool = False,
     dry_run: bool = False,
     on_ported: Optional[OnPorted] = None,
+    rename_project: bool = False,
 ) -> TreeReport:
     """Port every C/C++/CUDA source under ``src`` into ``out``; returns a :class:`TreeReport`.
 
@@ -149,6 +153,10 @@ def port_tree(
     with ``rename_cu``, renames ``.cu``/``.cuh`` to ``.mu``/``.muh``); without it ``out`` is
     required and is the only place written to. ``dry_run=True`` computes everything and writes
     nothing (``out`` may then be omitted). ``on_ported(report, old, new)`` sees each change.
+    ``rename_project=True`` (opt-in) also renames the tree's own CUDA-named identifiers, files and
+    folders consistently in every file (``WITH_CUDA`` -> ``WITH_MUSA``, ``cuda/add_cuda.cu`` ->
+    ``musa/add_musa.mu``; see :mod:`torchada.porting.project`); the report's notes say what the
+    build must follow.
 
     Incremental: a manifest in ``out`` lets an unchanged source skip porting (status
     ``cached``), an output is rewritten only when its content changes, and the outputs it wrote
@@ -176,13 +184,27 @@ def port_tree(
     root = src_abs.parent if single_file else src_abs
     out_root = _check_out(src, out, root, in_place=in_place, dry_run=dry_run)
     translator = get_translator(rename_cu, rewrite_comments)
-    fingerprint = _fingerprint(translator.ruleset.digest, rename_cu, rewrite_comments)
 
     if single_file:
         items = [_Item(src_abs, src_abs.name, _dest_name(src_abs.name, rename_cu))]
         notes: List[str] = []
     else:
         items, notes = _plan(root, out_root if not in_place else None, rename_cu)
+    project: Optional[ProjectRenames] = None
+    if rename_project:
+        sources = [i.rel for i in items if os.path.splitext(i.rel)[1].lower() in _PROJECT_SUFFIXES]
+        project = collect_project_names(root, sources)
+        for item in items:
+            moved = project.paths.get(item.rel)
+            if moved is not None:
+                item.dest_rel = _dest_name(moved, rename_cu)
+        notes = notes + project.notes
+    fingerprint = _fingerprint(
+        translator.ruleset.digest,
+        rename_cu,
+        rewrite_comments,
+        project.digest() if project is not None else "",
+    )
     _check_collisions(items, in_place)
     if in_place:
         _check_no_file_links([src_path] if single_file else [item.source for item in items])
@@ -208,7 +230,7 @@ def port_tree(
             report.files.append(reused)
             new_manifest[item.rel] = cached  # type: ignore[assignment]
             continue
-        file_report, output = _port_bytes(item, data, translator, on_ported)
+        file_report, output = _port_bytes(item, data, translator, on_ported, project)
         report.files.append(file_report)
         if writer.write(item, dest, output):
             report.written.append(item.dest_rel)
@@ -357,7 +379,11 @@ def _check_no_file_links(paths: List[Path]) -> None:
 
 # ---------------------------------------------------------------------- porting one file
 def _port_bytes(
-    item: _Item, data: bytes, translator: Translator, on_ported: Optional[OnPorted]
+    item: _Item,
+    data: bytes,
+    translator: Translator,
+    on_ported: Optional[OnPorted],
+    project: Optional[ProjectRenames] = None,
 ) -> Tuple[FileReport, bytes]:
     suffix = os.path.splitext(item.rel)[1].lower()
     report = FileReport(path=item.rel, output_path=item.dest_rel)
@@ -378,7 +404,7 @@ def _port_bytes(
         report.status = STATUS_UNDECODABLE
         report.notes.append(f"not valid UTF-8 ({exc.reason} at byte {exc.start}): copied unchanged")
         return report, data
-    ported, file_report = translator.port(text, filename=item.rel)
+    ported, file_report = translator.port(text, filename=item.rel, project=project)
     file_report.output_path = item.dest_rel
     if ported != text and on_ported is not None:
         on_ported(file_report, text, ported)
@@ -466,8 +492,13 @@ def _copy_mode(source: Path, target: Path) -> None:
 
 
 # ---------------------------------------------------------------------- manifest
-def _fingerprint(rules_digest: str, rename_cu: bool, rewrite_comments: bool) -> str:
+def _fingerprint(
+    rules_digest: str, rename_cu: bool, rewrite_comments: bool, project_digest: str = ""
+) -> str:
+    # The project renaming depends on the whole tree: a new name anywhere ports everything again.
     key = f"{_MANIFEST_VERSION}:{rules_digest}:{int(rename_cu)}:{int(rewrite_comments)}"
+    if project_digest:
+        key += f":{project_digest}"
     return hashlib.sha256(key.encode()).hexdigest()
 
 

@@ -60,7 +60,7 @@ __global__ void rotary_kernel(const int64_t* __restrict__ positions, scalar_t* _
 
 void rotary_embedding(const at::Tensor& positions, at::Tensor& query, at::Tensor& key,
                       int64_t head_size, const at::Tensor& cos_sin_cache, bool is_neox) {
-  TORCH_CHECK(query.device().type() == at::kPrivateUse1, "query must be a GPU tensor");
+  TORCH_CHECK(query.device().type() == at::kMUSA, "query must be a GPU tensor");
   const int64_t num_tokens = positions.numel();
   const int rot_dim = cos_sin_cache.size(1);
   const int num_heads = query.size(-1) / head_size;
@@ -93,7 +93,7 @@ at::Tensor build_cache(int64_t max_pos, int64_t rot_dim, double base) {
   auto inv_freq = 1.0 / at::pow(base, at::arange(0, rot_dim, 2, at::kFloat) / rot_dim);
   auto t = at::arange(max_pos, at::kFloat);
   auto freqs = at::outer(t, inv_freq);
-  return at::cat({freqs.cos(), freqs.sin()}, -1).to(at::kPrivateUse1);
+  return at::cat({freqs.cos(), freqs.sin()}, -1).to(at::kMUSA);
 }
 
 }  // namespace rope

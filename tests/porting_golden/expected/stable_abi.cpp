@@ -15,7 +15,7 @@ at::Tensor rms_norm_cuda(const at::Tensor& x, double eps) {
   TORCH_CHECK(x.device().type() == c10::DeviceType::PrivateUse1, "expected a CUDA tensor");
   TORCH_CHECK(x.device().type() == at::DeviceType::PrivateUse1);
   TORCH_CHECK(x.is_privateuseone());
-  auto opts = at::TensorOptions().dtype(at::kFloat).device(at::kPrivateUse1, x.get_device());
+  auto opts = at::TensorOptions().dtype(at::kFloat).device(at::kMUSA, x.get_device());
   c10::Device dev(c10::kPrivateUse1, 0);
   (void)dev;
   return rms_norm(x, eps).to(opts);

@@ -1,0 +1,5 @@
+#pragma once
+
+#include "../extensions.h"
+
+torch::Tensor scatter_sum_cpu(torch::Tensor src, torch::Tensor index, int64_t dim_size);
