@@ -180,3 +180,24 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if {"musa_sim", "torchada_on"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.musa)
+
+
+# Everything torchada may load where it has nothing to do (CPU, CUDA): the platform check, the
+# entry point and the public API's module. No tables, no import hooks, no wrapt.
+OFF_MUSA_MODULES = {
+    "torchada",
+    "torchada._activation",
+    "torchada._autoload",
+    "torchada._env",
+    "torchada._platform",
+    "torchada._simulator",
+    "torchada_hooks",
+    "torchada_hooks.completion",
+}
+
+LOADED_BY_TORCHADA = """
+import json, sys, torch
+import torchada
+assert not torchada.is_enabled()
+print(json.dumps(sorted(m for m in sys.modules if m.startswith(("torchada", "wrapt")))))
+"""

@@ -132,6 +132,18 @@ def test_cpu_platform_is_untouched(py):
     assert seen == [False, True, False, "cuda" if cuda_build else "cpu", True]
 
 
+def test_off_musa_loads_only_the_platform_check(py):
+    # Where torchada has nothing to do it costs the platform check: no tables, hooks or wrapt
+    # (bench/bench_redirect.py measures the milliseconds).
+    from conftest import LOADED_BY_TORCHADA, OFF_MUSA_MODULES
+
+    r = py(LOADED_BY_TORCHADA)
+    assert r.returncode == 0, r.stderr
+    loaded = set(json.loads(r.stdout.strip().splitlines()[-1]))
+    assert "torchada._activation" in loaded and "torchada._platform" in loaded
+    assert loaded <= OFF_MUSA_MODULES, sorted(loaded - OFF_MUSA_MODULES)
+
+
 def test_import_torchada_after_torch_enables_without_any_environment(py, tmp_path):
     # As on a MUSA machine with nothing set: torch_musa is installed (here: the simulator's package
     # on the path under its own name), torch imports our entry point, which must neither activate

@@ -152,6 +152,18 @@ def test_import_torchada_changes_no_object(tmp_path):
     assert out["cuda_home"]
 
 
+def test_import_torchada_loads_only_the_platform_check():
+    from conftest import LOADED_BY_TORCHADA, OFF_MUSA_MODULES
+
+    r = subprocess.run(
+        [sys.executable, "-c", LOADED_BY_TORCHADA], capture_output=True, text=True, cwd=REPO
+    )
+    assert r.returncode == 0, r.stderr
+    loaded = set(json.loads(r.stdout.strip().splitlines()[-1]))
+    assert "torchada._platform" in loaded
+    assert loaded <= OFF_MUSA_MODULES, sorted(loaded - OFF_MUSA_MODULES)
+
+
 def test_workload_is_bitwise_identical_with_and_without_torchada(tmp_path):
     script = tmp_path / "workload.py"
     script.write_text(WORKLOAD)

@@ -11,11 +11,12 @@ import sys
 import threading
 import traceback
 import warnings
-from typing import Any, Callable, Dict, List, Optional, Tuple
-
-from torchada_hooks import ImportHooks, seal_on_first_use
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from ._env import flag
+
+if TYPE_CHECKING:
+    from torchada_hooks import ImportHooks
 
 logger = logging.getLogger("torchada")
 
@@ -23,7 +24,7 @@ ACTIVE_ENV = "TORCHADA_ACTIVE"
 DISABLE_ENV = "TORCHADA_DISABLE"
 
 _lock = threading.RLock()
-_hooks: Optional[ImportHooks] = None
+_hooks: Optional["ImportHooks"] = None
 _undo: List[Callable[[], None]] = []
 _enabled = False
 _enabling = False
@@ -301,11 +302,16 @@ def enable(simulate: Optional[bool] = None) -> bool:
 
 def _enable(simulate: Optional[bool]) -> bool:
     global _hooks, _enabled
-    from . import _platform, _simulator, _visible_devices
+    from . import _platform, _simulator
 
     simulate = bool(simulate or (simulate is None and _simulator.requested()))
     if not (simulate or _platform.is_musa_platform()):
+        # Off MUSA nothing more is loaded: the hooks, wrapt and the tables cost only where used.
         return False
+    from torchada_hooks import ImportHooks, seal_on_first_use
+
+    from . import _visible_devices
+
     # Before torch_musa is imported: the device choice must be made before any device is used.
     _visible_devices.sync(_patcher)
     if simulate:

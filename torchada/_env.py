@@ -111,12 +111,11 @@ def choice(
         >>> choice("TORCHADA_PLATFORM", {"TORCHADA_PLATFORM": " cpu "})
         'cpu'
     """
-    entry = _declared(name)
     raw = (os.environ if environ is None else environ).get(name)
     if raw is None or not raw.strip():
         return None
     value = normalise(raw)
-    choices: Sequence[str] = entry.choices or ()
+    choices: Sequence[str] = _declared(name).choices or ()
     if value not in choices:
         raise bad_value(name, raw, "one of " + ", ".join(repr(c) for c in choices))
     return value

@@ -95,7 +95,14 @@ def is_musa_platform() -> bool:
         >>> torchada.is_musa_platform() == (torchada.detect_platform() == "musa")
         True
     """
-    return detect_platform() is Platform.MUSA
+    if detect_platform.cache_info().currsize:
+        return detect_platform() is Platform.MUSA
+    # The same answer without importing torch (detect_platform needs it only to tell CUDA from
+    # CPU): `python -m torchada --help` and an early `import torchada` stay cheap off MUSA.
+    forced = choice("TORCHADA_PLATFORM", normalise=lambda v: v.strip().lower())
+    if forced:
+        return Platform(forced) is Platform.MUSA
+    return _torch_musa_present()
 
 
 def is_cuda_platform() -> bool:

@@ -39,10 +39,28 @@ for policy code that needs to compose them differently.
 
 from __future__ import annotations
 
-from .finder import ProxyFinder
-from .hooks import ImportHooks
-from .proxy import ProxyLoader, ProxyModule, is_sealed, proxy_spec, seal, seal_on_first_use
-from .swap import SwapLedger
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .finder import ProxyFinder
+    from .hooks import ImportHooks
+    from .proxy import ProxyLoader, ProxyModule, is_sealed, proxy_spec, seal, seal_on_first_use
+    from .swap import SwapLedger
+
+# Each public name and its submodule, loaded on first use: importing one light submodule
+# (``torchada_hooks.completion`` runs in every ``import torch``) must not load wrapt.
+_WHERE = {
+    "ImportHooks": "hooks",
+    "ProxyFinder": "finder",
+    "ProxyLoader": "proxy",
+    "ProxyModule": "proxy",
+    "SwapLedger": "swap",
+    "is_sealed": "proxy",
+    "proxy_spec": "proxy",
+    "seal": "proxy",
+    "seal_on_first_use": "proxy",
+}
 
 __all__ = [
     "ImportHooks",
@@ -55,3 +73,16 @@ __all__ = [
     "seal",
     "seal_on_first_use",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{where}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_WHERE))
