@@ -23,9 +23,11 @@ def install(patcher: Any) -> None:
         >>> dist.Backend.default_device_backend_map["cuda"]  # on MUSA  # doctest: +SKIP
         'mccl'
     """
-    import torch.distributed as dist
+    from ._redirect import original_module
 
-    mapping = dist.Backend.default_device_backend_map
+    # torch's own module: the proxy's first use resolves all its names, which is the program's
+    # first use to pay for (if any), not every activation.
+    mapping = original_module("torch.distributed").Backend.default_device_backend_map
     for device, backend in DEVICE_BACKENDS.items():
         old = mapping.get(device)
         mapping[device] = backend

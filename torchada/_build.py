@@ -31,6 +31,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, ContextManager, Dict, Iterator, Optional, Sequence
 
+from ._cache import cache_root
+
 logger = logging.getLogger("torchada")
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -69,14 +71,6 @@ def csrc_dir() -> Path:
     """Where the native sources live: ``torchada/_csrc`` in a wheel, ``csrc/`` in a checkout."""
     packaged = Path(__file__).resolve().parent / "_csrc"
     return packaged if packaged.is_dir() else _REPO_ROOT / "csrc"
-
-
-def cache_root() -> Path:
-    env = os.environ.get("TORCHADA_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "torchada"
 
 
 VERBOSE_ENV = "TORCHADA_VERBOSE_BUILD"

@@ -89,6 +89,23 @@ def _musa_path(directory: Optional[str], target: str) -> str:
     return target  # let the dynamic loader search for it
 
 
+def musa_library_path(cuda_file: str) -> str:
+    """The path to load for the MUSA counterpart of CUDA library ``cuda_file`` (``"libcudart"``),
+    from its row alone (:func:`map_library` matches any spelling of a name, at a cost).
+
+    Example::
+
+        >>> musa_library_path("libcudart")  # doctest: +SKIP
+        '/usr/local/musa/lib/libmusart.so'
+    """
+    from . import _tables
+
+    for rule in _tables.load("libraries").libraries:
+        if rule.cuda_file == cuda_file:
+            return _musa_path(musa_library_dir(), rule.musa_file)
+    raise KeyError(f"{cuda_file!r} is not a library in tables/libraries.json")
+
+
 def map_library(name: "str | None") -> Tuple["str | None", Optional[Library]]:
     """``(path to load, rule)`` for a library name or path; the rule is None when it is neither a
     CUDA library nor a MUSA one (then the path is returned unchanged). A MUSA library keeps its

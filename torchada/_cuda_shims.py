@@ -68,9 +68,16 @@ def build(cuda_name: str = "libcudart") -> Path:
         >>> build("libcudart").name  # doctest: +SKIP
         'libcudart.so'
     """
+    from . import _tables
     from ._build import build_shared_libraries, cache_root, csrc_dir
+    from ._cache import derived
 
-    source = _source(cuda_name)
+    # Generating the source reads the porter's rules (tens of ms, and the porter's package):
+    # done once per edit of them. The porter's files are named by path so as not to import it.
+    porting = Path(__file__).resolve().parent / "porting"
+    inputs = [Path(__file__), Path(_ctypes.__file__), porting / "_ruleset.py"]
+    inputs += [_tables.TABLES_DIR / "libraries.json", *sorted((porting / "rules").glob("*.json"))]
+    source = derived(f"cuda-shim-{cuda_name}", inputs, lambda: _source(cuda_name))
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     generated = cache_root() / "cuda_shims_src" / digest / f"{cuda_name}.c"
     if not generated.exists():
@@ -101,7 +108,7 @@ def load(cuda_name: str = "libcudart") -> Optional[Any]:
         return _loaded[cuda_name]
     if cuda_name in _failed:
         return None
-    musa_path, _ = _ctypes.map_library(f"{cuda_name}.so")
+    musa_path = _ctypes.musa_library_path(cuda_name)
     from . import _build
 
     try:

@@ -49,6 +49,9 @@ class _Absent:
     def __repr__(self) -> str:
         return "ABSENT"
 
+    def __reduce__(self) -> str:
+        return "ABSENT"  # the one instance, also in a cached table (fields are tested with `is`)
+
 
 ABSENT: Any = _Absent()
 
@@ -571,7 +574,11 @@ def load(name: str) -> Any:
 
 @functools.lru_cache(maxsize=None)
 def _load(stem: str) -> Any:
-    return load_file(TABLES_DIR / f"{stem}.json", stem)
+    from ._cache import derived
+
+    path = TABLES_DIR / f"{stem}.json"
+    # Parsed and checked once per edit of the table (or of the schemas here), not per process.
+    return derived(f"table-{stem}", [path, Path(__file__)], lambda: load_file(path, stem))
 
 
 def load_file(path: Union[str, Path], schema: str) -> Any:
