@@ -4,7 +4,8 @@ Skipped without a CUDA device. Process start-up varies by hundreds of millisecon
 each figure is timed inside fresh processes (perf_counter around the part that differs), with the
 plain and torchada runs interleaved (in alternating order, so that drift cancels), and reported as
 medians:
-- ``import torchada`` after ``import torch`` (budget 20 ms, as on MUSA);
+- ``import torchada`` after ``import torch`` (budget 3 ms: off MUSA it loads only the platform
+  check);
 - a 1000-step training loop run plainly vs with ``import torchada`` first: the median of the
   per-pair ratios (target 1.02x).
 """
@@ -62,9 +63,10 @@ def _interleaved(template):
 def test_import_torchada_added_ms(benchmark):
     plain, ours = _interleaved(IMPORT)
     added = statistics.median(o - p for p, o in zip(plain, ours))
-    benchmark.extra_info.update(added_ms=added, budget_ms=20)
+    benchmark.extra_info.update(added_ms=added, budget_ms=3)
     benchmark.pedantic(lambda: None, rounds=1)
-    print(f"\nCUDA: import torchada after torch: {added:.2f} ms (budget 20 ms)")
+    verdict = "met" if added <= 3 else "NOT MET"
+    print(f"\nCUDA: import torchada after torch: {added:.2f} ms (budget 3 ms, {verdict})")
 
 
 @pytest.mark.benchmark(group="cuda: no-op")

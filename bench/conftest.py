@@ -44,6 +44,14 @@ def child_env(extra: "dict | None" = None) -> dict:
     return env
 
 
+def report_added_ms(benchmark, what: str, added: float, budget: float) -> None:
+    """Record and print a start-up figure (ms added) against its budget."""
+    benchmark.extra_info.update(added_ms=added, budget_ms=budget)
+    benchmark.pedantic(lambda: None, rounds=1)
+    verdict = "met" if added <= budget else "NOT MET"
+    print(f"\n{what}: {added:.1f} ms (budget {budget} ms, {verdict})")
+
+
 def child_last_line(args, env=None, timeout: float = 600) -> str:
     """Run a fresh interpreter with ``args`` and return the last line it printed."""
     out = subprocess.run(
