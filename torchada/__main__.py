@@ -1,61 +1,89 @@
-"""``python -m torchada <command> ...``: a minimal subcommand dispatcher."""
+"""``python -m torchada COMMAND ...``: runs one of torchada's command-line tools.
+
+Each command lives in its own module, imported only when that command runs: listing the commands
+(``python -m torchada --help``) imports none of them, and one command does not pay for another.
+"""
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import sys
-from typing import Callable, Dict, List, Optional
+from typing import Dict, List, NamedTuple, Optional
+
+PROG = "python -m torchada"
 
 
-def _port(argv: List[str]) -> int:
-    # Imported lazily so other subcommands do not pay for the porter (and vice versa).
-    from torchada.porting.cli import main
-
-    return main(argv)
+class Command(NamedTuple):
+    module: str  # defines main(argv) -> exit status, and the command's own --help
+    summary: str  # the line `python -m torchada --help` shows; the command's --help says more
 
 
-def _tables(argv: List[str]) -> int:
-    from torchada._docs import main
-
-    return main(argv)
-
-
-def _build(argv: List[str]) -> int:
-    from torchada._build_command import main
-
-    return main(argv)
-
-
-def _doctor(argv: List[str]) -> int:
-    from torchada._doctor import main
-
-    return main(argv)
-
-
-def _simulator(argv: List[str]) -> int:
-    from torchada._simulator.install import main
-
-    return main(argv)
-
-
-COMMANDS: Dict[str, Callable[[List[str]], int]] = {
-    "build": _build,
-    "doctor": _doctor,
-    "port": _port,
-    "simulator": _simulator,
-    "tables": _tables,
+COMMANDS: Dict[str, Command] = {
+    "build": Command(
+        "torchada._build_command",
+        "build torchada's native library ahead of time and say where it lives",
+    ),
+    "doctor": Command(
+        "torchada._doctor",
+        "show what torchada sees on this machine, and what looks wrong",
+    ),
+    "port": Command(
+        "torchada.porting.cli",
+        "port CUDA C++ sources (.cu, .cuh, .cpp, .h) to MUSA",
+    ),
+    "simulator": Command(
+        "torchada._simulator.install",
+        "install, uninstall or check the CPU simulator of torch_musa as a package",
+    ),
+    "tables": Command(
+        "torchada._docs",
+        "regenerate the name and switch tables in docs/ and README.md (source checkout)",
+    ),
 }
 
 
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser: it only picks the command; the command parses the rest itself."""
+    width = max(map(len, COMMANDS))
+    listing = "\n".join(f"  {name:<{width}}  {cmd.summary}" for name, cmd in COMMANDS.items())
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="torchada's command-line tools.\n\ncommands:\n" + listing,
+        epilog=(
+            f"Run `{PROG} COMMAND --help` for a command's options and examples.\n"
+            "To run a CUDA-written program on MUSA with no code change, see\n"
+            "`python -m torchada.run --help`."
+        ),
+        # Keeps the command table's columns as written.
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "command", metavar="COMMAND", choices=list(COMMANDS), help="one of the commands above"
+    )
+    # default=[] keeps argparse from calling an empty ARGS missing.
+    parser.add_argument(
+        "args", metavar="ARGS", nargs="*", default=[], help="the command's own arguments"
+    )
+    return parser
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    """Run ``python -m torchada`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit
+    status."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help"):
-        print("usage: python -m torchada {" + ",".join(sorted(COMMANDS)) + "} ...")
-        return 0 if args else 2
-    command = COMMANDS.get(args[0])
-    if command is None:
-        print(f"python -m torchada: unknown command {args[0]!r}", file=sys.stderr)
+    parser = build_parser()
+    if not args:
+        # A missing command is a usage error (status 2, as argparse's); the full help says why.
+        parser.print_help(sys.stderr)
         return 2
-    return command(args[1:])
+    try:
+        # Only the first word is ours: the rest, options included, belongs to the command.
+        command = parser.parse_args(args[:1]).command
+    except SystemExit as exc:  # --help (0), or an unknown command (2, argparse's message)
+        return int(exc.code or 0)
+    module = importlib.import_module(COMMANDS[command].module)
+    return module.main(args[1:])
 
 
 if __name__ == "__main__":

@@ -13,6 +13,23 @@ from typing import Any, Dict, List
 
 USAGE = "usage: python -m torchada build [--simulate] [--verbose] [--json]"
 
+HELP = f"""{USAGE}
+
+Builds the library with torch_musa loaded, as later runs load it (its cache key includes
+torch_musa's version), or with the CPU simulator of torch_musa. Exits with 1 when the library
+could not be built or loaded (the reason is printed).
+
+options:
+  -h, --help  show this help message and exit
+  --simulate  build with the simulator (as TORCHADA_SIMULATE=1 does)
+  --verbose   show the compiler's commands and output (as TORCHADA_CPP_OPS_VERBOSE=1 does)
+  --json      print the result as JSON
+
+Examples:
+  python -m torchada build
+  python -m torchada build --simulate --json
+"""
+
 
 def _load_torch_musa(simulate: bool) -> str:
     """Loads torch_musa (real, or the simulator when asked); says which."""
@@ -98,7 +115,7 @@ def render(info: Dict[str, Any]) -> str:
 
 def main(argv: List[str]) -> int:
     if argv and argv[0] in ("-h", "--help"):
-        print(USAGE)
+        print(HELP, end="")
         return 0
     unknown = [a for a in argv if a not in ("--simulate", "--verbose", "--json")]
     if unknown:

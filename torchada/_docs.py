@@ -72,9 +72,32 @@ def with_switch_table(readme: str) -> str:
     return head + "\n" + markdown_table() + "\n" + readme[end:]
 
 
+HELP = """usage: python -m torchada tables
+
+Writes docs/torch_cuda_names.md from torchada/tables/*.json and the switch table in README.md
+(between its markers) from torchada/tables/switches.json, in the source checkout that holds this
+torchada; a test fails while either is out of date.
+
+options:
+  -h, --help  show this help message and exit
+
+Examples:
+  # after editing torchada/tables/*.json, in the checkout
+  python -m torchada tables
+"""
+
+
 def main(argv: List[str]) -> int:
     import os
+    import sys
 
+    # Without this, --help (or a typo) would rewrite the files instead of explaining them.
+    if argv and argv[0] in ("-h", "--help"):
+        print(HELP, end="")
+        return 0
+    if argv:
+        print(f"python -m torchada tables: unknown argument {argv[0]!r}", file=sys.stderr)
+        return 2
     root = os.path.dirname(os.path.dirname(__file__))
     path = os.path.join(root, "docs", "torch_cuda_names.md")
     with open(path, "w", encoding="utf-8") as fh:

@@ -171,9 +171,25 @@ def _render_op_overrides(ops: Dict[str, Any]) -> List[str]:
     return lines
 
 
+HELP = """usage: python -m torchada doctor [--json]
+
+Lists the versions (torchada, python, torch, torch_musa), the platform and its devices, the
+switches set (TORCHADA_* and the like), the native library and operator overrides, and the pieces
+this torch leaves out; then warns about what looks wrong. Builds nothing.
+
+options:
+  -h, --help  show this help message and exit
+  --json      print the report as JSON
+
+Examples:
+  python -m torchada doctor
+  TORCHADA_SIMULATE=1 python -m torchada doctor --json
+"""
+
+
 def main(argv: List[str]) -> int:
     if argv and argv[0] in ("-h", "--help"):
-        print("usage: python -m torchada doctor [--json]")
+        print(HELP, end="")
         return 0
     unknown = [a for a in argv if a != "--json"]
     if unknown:

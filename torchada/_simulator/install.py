@@ -32,12 +32,21 @@ ENTRY_POINTS = "[torch.backends]\ntorch_musa = torch_musa:_autoload\n"
 # Marks our own installation, so uninstall never removes a real torch_musa's metadata.
 INSTALLER = "torchada-simulator"
 
-USAGE = """usage: python -m torchada simulator {install,uninstall,status} [--target DIR]
-
-  install    make the CPU simulator of torch_musa an installed package of this environment
-  uninstall  remove it again
+DESCRIPTION = """\
+actions:
+  install    make the CPU simulator of torch_musa an installed package of this environment:
+             a plain `import torch` then loads it, as it loads the real torch_musa
+  uninstall  remove it again (pip uninstall torch_musa does too)
   status     say whether it is installed
-  --target   the site directory to use (default: this environment's site-packages)
+
+Installing refuses where a real torch_musa is importable.
+"""
+
+EXAMPLES = """\
+Examples:
+  python -m torchada simulator install
+  python -m torchada simulator status
+  python -m torchada simulator uninstall
 """
 
 
@@ -126,9 +135,25 @@ def uninstall(target: "Path | str | None" = None) -> List[Path]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m torchada simulator", usage=USAGE)
-    parser.add_argument("action", choices=("install", "uninstall", "status"))
-    parser.add_argument("--target", default=None)
+    parser = argparse.ArgumentParser(
+        prog="python -m torchada simulator",
+        description=DESCRIPTION,
+        epilog=EXAMPLES,
+        # Keeps the action table's columns and the examples' lines as written.
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "action",
+        metavar="ACTION",
+        choices=("install", "uninstall", "status"),
+        help="one of the actions above",
+    )
+    parser.add_argument(
+        "--target",
+        metavar="DIR",
+        default=None,
+        help="the site directory to use (default: this environment's site-packages)",
+    )
     args = parser.parse_args(argv)
     target = Path(args.target) if args.target else default_target()
     if args.action == "install":

@@ -28,13 +28,27 @@ class _UsageError(Exception):
     pass
 
 
+EXAMPLES = """\
+Examples:
+  # port the tree csrc/ into csrc_musa/ and print what changed, file by file
+  python -m torchada port csrc --out csrc_musa --report
+  # only look: a diff of every change, nothing written
+  python -m torchada port csrc/kernel.cu --diff
+  # rewrite csrc/ itself, and keep the report as JSON
+  python -m torchada port csrc --in-place --report port_report.json
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="python -m torchada port",
         description=(
-            "Port CUDA C++/CUDA sources to MUSA. Writes ported copies into --out (the sources are "
-            "never touched unless --in-place is given)."
+            "Writes MUSA ports of the sources in SRC into --out; SRC itself is never touched\n"
+            "unless --in-place is given. .cu/.cuh files become .mu/.muh (see --keep-cu)."
         ),
+        epilog=EXAMPLES,
+        # Keeps the examples' lines as written.
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("src", metavar="SRC", help="source directory or single file")
     parser.add_argument("--out", metavar="DIR", help="output directory for the ported copies")
