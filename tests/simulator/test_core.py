@@ -607,9 +607,17 @@ def test_graph_capture_runs_nothing_until_replay():
     assert w.tolist() == [9.0] * 3 and y.tolist() == [18.0] * 3 and buf[1].tolist() == [18.0] * 3
 
 
-def test_mudnn_and_profiler_activity():
+def test_mudnn_and_profiler_activity(py):
     mudnn = torch.backends.mudnn
-    assert mudnn.allow_tf32 is True and isinstance(mudnn.version(), int)
+    # In this process torchada may be on (muDNN's switch then follows torch's TF32 flag): the
+    # default is torch_musa's own, read in a process with the simulator alone.
+    r = py(
+        "from torchada import _simulator\n_simulator.activate()\nimport torch, torch_musa\n"
+        "print(torch.backends.mudnn.allow_tf32)"
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[-1] == "True"
+    assert isinstance(mudnn.allow_tf32, bool) and isinstance(mudnn.version(), int)
     with pytest.raises(TypeError):
         mudnn.allow_tf32 = 1
     for missing in ("enabled", "benchmark", "deterministic", "is_available"):
