@@ -80,25 +80,7 @@ def test_dataloader_workers_side_stream_checkpoint_and_resume(mode, cuda_program
         assert wa[k].device.type == "cpu" and torch.equal(wa[k], wb[k]), k
 
 
-def _inductor_has_current_backend() -> bool:
-    import torch._inductor.utils
-
-    return hasattr(torch._inductor.utils, "get_current_backend")
-
-
-# Open (torch 2.7's Inductor, which has no get_current_backend): the simulated backend's CPU code
-# generation of masked loads fails there ("'str' object has no attribute 'dtype'"). Strict, so
-# the mark goes as soon as it passes.
-inductor_open_on_old_inductor = pytest.mark.xfail(
-    not _inductor_has_current_backend(),
-    reason="open on Inductor without get_current_backend: masked-load codegen",
-    strict=True,
-)
-
-
-@pytest.mark.parametrize(
-    "backend", [pytest.param("inductor", marks=inductor_open_on_old_inductor), "aot_eager"]
-)
+@pytest.mark.parametrize("backend", ["inductor", "aot_eager"])
 def test_torch_compile_matches_eager(mode, backend, cuda_program, tmp_path):
     prog = os.path.join(PROGRAMS, "compile_cuda.py")
     out = _result(cuda_program(mode, prog, ["--backend", backend], workdir=tmp_path))

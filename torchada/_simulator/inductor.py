@@ -143,9 +143,26 @@ def _register_codegen(common: Any) -> None:
             SimulatorWrapperCodegen._generate_kernel_call_helper
         )
 
+    scheduling = CppScheduling
+    from torch._inductor import utils
+
+    if not hasattr(utils, "get_current_backend"):
+        # Inductor without get_current_backend (2.7) asks inline, for the device it generates
+        # code for, whether that device's backend is Triton: config.cuda_backend for any device
+        # but cpu and mps. Musa's kernels here are C++ ones, so while they are generated that
+        # answer is the cpu backend's (else CSE reads a Triton dtype off a C++ masked load).
+        from torch._inductor import config
+
+        class SimulatorCppScheduling(CppScheduling):  # type: ignore[misc, valid-type]
+            def codegen_node(self, node: Any) -> Any:
+                with config.patch(cuda_backend=config.cpu_backend):
+                    return super().codegen_node(node)
+
+        scheduling = SimulatorCppScheduling
+
     if device not in device_interface.device_interfaces:
         device_interface.register_interface_for_device(device, _device_interface())
-    common.register_backend_for_device(device, CppScheduling, SimulatorWrapperCodegen)
+    common.register_backend_for_device(device, scheduling, SimulatorWrapperCodegen)
     common.register_device_op_overrides(device, CpuDeviceOpOverrides())
     _treat_musa_nodes_as_cpu(device, common)
     logger.debug("inductor: C++ kernels registered for the simulated %s device", device)
