@@ -2,6 +2,8 @@
 
     python -m pytest bench/bench_porting.py --benchmark-only -q
 
+Two porters on the same text: run it in each checkout with the same ``TORCHADA_PORT_CORPUS``.
+
 The corpus is the golden extension sources (tests/porting_golden/input) repeated to ~3 MB. They
 are denser in CUDA API use than typical extension code, so this is a conservative figure.
 Timings are CPU time (``time.process_time``) so that other load on the machine does not skew
@@ -20,7 +22,12 @@ import pytest
 
 from torchada.porting import port_source, port_tree
 
-GOLDEN = Path(__file__).resolve().parent.parent / "tests" / "porting_golden" / "input"
+#: The corpus: the golden inputs; TORCHADA_PORT_CORPUS names another folder (an older checkout's
+#: golden inputs, to compare two porters on the same text).
+GOLDEN = Path(
+    os.environ.get("TORCHADA_PORT_CORPUS")
+    or Path(__file__).resolve().parent.parent / "tests" / "porting_golden" / "input"
+)
 TARGET_BYTES = 3_000_000
 #: Required throughput; override for slower machines with TORCHADA_PORT_MIN_MBPS.
 MIN_MBPS = float(os.environ.get("TORCHADA_PORT_MIN_MBPS", "20"))
