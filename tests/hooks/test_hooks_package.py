@@ -7,6 +7,8 @@ import sys
 import types
 from pathlib import Path
 
+import pytest
+
 import torchada_hooks
 
 
@@ -23,15 +25,20 @@ def test_public_api():
         "seal_on_first_use",
     }
     for name in torchada_hooks.__all__:
-        assert getattr(torchada_hooks, name) is not None
+        value = getattr(torchada_hooks, name)
+        # Resolved from its own submodule, on first use.
+        assert value.__module__.startswith("torchada_hooks.") and name in dir(torchada_hooks)
     assert issubclass(torchada_hooks.ProxyModule, types.ModuleType)
+    with pytest.raises(AttributeError, match="'torchada_hooks' has no attribute 'not_a_name'"):
+        torchada_hooks.not_a_name  # noqa: B018
 
 
 def test_import_does_not_pull_in_torch():
     code = (
-        "import sys, torchada_hooks\n"
-        "heavy = sorted(m for m in ('torch', 'numpy') if m in sys.modules)\n"
-        "assert not heavy, heavy\n"
+        "import sys, torchada_hooks.completion\n"
+        "heavy = sorted(m for m in ('torch', 'numpy', 'wrapt') if m in sys.modules)\n"
+        "assert not heavy, heavy\n"  # the light submodule (torch's entry point) loads no wrapt
+        "import torchada_hooks\n"
         "assert not any(isinstance(f, torchada_hooks.ProxyFinder) for f in sys.meta_path)\n"
     )
     result = subprocess.run(
