@@ -47,8 +47,19 @@ def test_stale_values_of_other_names_are_left_alone(cache_dir, tmp_path):
     _cache.derived("table-torch_cuda", [source], lambda: 1)
     source.write_text("{ }")
     _cache.derived("table-torch_c", [source], lambda: 2)
-    names = sorted(p.name.rsplit("-", 1)[0] for p in cache_dir.iterdir())
+    names = sorted(p.name.rsplit("-", 2)[0] for p in cache_dir.iterdir())
     assert names == ["table-torch_c", "table-torch_cuda"]
+
+
+def test_each_place_keeps_its_own_value(cache_dir, tmp_path):
+    # Two checkouts of the same table: each keeps its value, neither evicts the other's.
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text("1")
+    b.write_text("2")
+    assert _cache.derived("t", [a], lambda: "a") == "a"
+    assert _cache.derived("t", [b], lambda: "b") == "b"
+    assert len(list(cache_dir.iterdir())) == 2
+    assert _cache.derived("t", [a], lambda: "recomputed") == "a"
 
 
 def test_unreadable_value_is_computed_again(cache_dir, tmp_path):

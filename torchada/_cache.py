@@ -82,7 +82,11 @@ def derived(name: str, sources: Sequence[Path], compute: Callable[[], T]) -> T:
     except OSError:
         return compute()
     folder = cache_root() / "derived"
-    path = folder / f"{name}-{signature}.pickle"
+    # Named by the sources' paths too: two checkouts (or installs) keep a value each, and a new
+    # version of one replaces only that one's.
+    where = hashlib.sha256("\n".join(map(os.fspath, sources)).encode()).hexdigest()[:8]
+    stem = f"{name}-{where}"
+    path = folder / f"{stem}-{signature}.pickle"
     try:
         with open(path, "rb") as f:
             return pickle.load(f)
@@ -95,7 +99,7 @@ def derived(name: str, sources: Sequence[Path], compute: Callable[[], T]) -> T:
         buf = io.BytesIO()
         _Pickler(buf, protocol=4).dump(value)
         folder.mkdir(parents=True, exist_ok=True)
-        for old in folder.glob(f"{name}-*.pickle"):  # values of earlier versions of the sources
+        for old in folder.glob(f"{stem}-*.pickle"):  # values of earlier versions of the sources
             if len(old.name) == len(path.name):  # this name's, not a longer name's
                 old.unlink(missing_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
