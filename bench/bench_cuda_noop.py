@@ -14,7 +14,7 @@ import statistics
 
 import pytest
 import torch
-from conftest import child_last_line
+from conftest import child_ms
 
 pytestmark = pytest.mark.skipif(
     not (torch.version.cuda and torch.cuda.is_available()), reason="needs an NVIDIA CUDA device"
@@ -47,15 +47,11 @@ print((time.perf_counter() - t0) * 1e3)
 """
 
 
-def _ms(code):
-    return float(child_last_line(["-c", code]))
-
-
 def _interleaved(template):
     plain, ours = [], []
     for i in range(ROUNDS):
         for which in ("pass", "import torchada")[:: 1 if i % 2 == 0 else -1]:
-            (plain if which == "pass" else ours).append(_ms(template.format(imports=which)))
+            (plain if which == "pass" else ours).append(child_ms(template.format(imports=which)))
     return plain, ours
 
 

@@ -6,18 +6,11 @@ with bytecode caches warm.
     python -m pytest bench/bench_off_musa.py --benchmark-only -s
 """
 
-import statistics
-
 import pytest
-from conftest import child_last_line, report_added_ms
+from conftest import median_child_ms, report_added_ms
 
-ROUNDS = 9
 #: Budget, in ms, above ``import torch``.
 OFF_MUSA_BUDGET_MS = 3
-
-
-def _median_ms(code, env):
-    return statistics.median(float(child_last_line(["-c", code], env)) for _ in range(ROUNDS))
 
 
 OFF_MUSA_DELTA = """
@@ -51,13 +44,13 @@ print(total_us / 1e3)
 @pytest.mark.benchmark(group="start-up")
 def test_off_musa_import_added_ms(benchmark):
     # No torch_musa, no simulation (a CPU or CUDA machine): the platform check, nothing else.
-    added = _median_ms(OFF_MUSA_DELTA, {"TORCHADA_PLATFORM": ""})
+    added = median_child_ms(OFF_MUSA_DELTA, {"TORCHADA_PLATFORM": ""})
     report_added_ms(benchmark, "off MUSA: import torchada after torch", added, OFF_MUSA_BUDGET_MS)
 
 
 @pytest.mark.benchmark(group="start-up")
 def test_off_musa_entry_point_ms(benchmark):
-    added = _median_ms(ENTRY_POINT_MS, {})
+    added = median_child_ms(ENTRY_POINT_MS, {})
     report_added_ms(
         benchmark, "off MUSA: torch's entry point in import torch", added, OFF_MUSA_BUDGET_MS
     )

@@ -4,7 +4,7 @@ import os
 
 import pytest
 import torch
-from conftest import REPO, mark, report_added_ms
+from conftest import REPO, child_ms, mark, median_child_ms, report_added_ms
 
 N = 1000
 
@@ -64,8 +64,7 @@ def test_device_count_candidate(benchmark):
 
 SIM = {"TORCHADA_SIMULATE": "1"}
 
-# Start-up costs are measured inside fresh processes (the median of ROUNDS processes), so that the
-# noise of starting an interpreter and importing torch does not swamp a few milliseconds.
+# Start-up costs: medians of fresh processes (conftest.median_child_ms); the runner's, of pairs.
 ROUNDS = 9
 
 IMPORT_DELTA = """
@@ -89,25 +88,13 @@ print((time.perf_counter() - float(os.environ["T0"])) * 1e3)
 """
 
 
-def _ms(code, env):
-    from conftest import child_last_line
-
-    return float(child_last_line(["-c", code], env))
-
-
-def _median_ms(code, env):
-    import statistics
-
-    return statistics.median(_ms(code, env) for _ in range(ROUNDS))
-
-
 #: Budget, in ms, of activation on MUSA (bench_off_musa.py: where torchada has nothing to do).
 ACTIVATION_BUDGET_MS = 10
 
 
 @pytest.mark.benchmark(group="start-up")
 def test_import_torchada_added_ms(benchmark):
-    added = _median_ms(IMPORT_DELTA, SIM)
+    added = median_child_ms(IMPORT_DELTA, SIM)
     what = "import torchada after torch+torch_musa"
     report_added_ms(benchmark, what, added, ACTIVATION_BUDGET_MS)
 
@@ -134,10 +121,8 @@ def test_inherited_activation_added_ms(benchmark, tmp_path):
 
     install(tmp_path)
     env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), SITE, REPO])}
-    added = _median_ms(INHERITED_DELTA, env)
-    benchmark.extra_info.update(added_ms=added, budget_ms=20)
-    benchmark.pedantic(lambda: None, rounds=1)
-    print(f"\ninherited TORCHADA_ACTIVE=1 in a child: {added:.1f} ms (budget 20 ms)")
+    added = median_child_ms(INHERITED_DELTA, env)
+    report_added_ms(benchmark, "inherited TORCHADA_ACTIVE=1 in a child", added, 20)
 
 
 @pytest.mark.benchmark(group="start-up")
@@ -152,10 +137,9 @@ def test_runner_added_ms(benchmark, tmp_path):
     )
     # Both runs import torch (about 1.5 s, +-100 ms from one process to the next): interleave
     # them and take the median of the pairwise differences.
-    pairs = [(_ms(plain_code, SIM), _ms(runner_code, {})) for _ in range(2 * ROUNDS)]
+    pairs = [(child_ms(plain_code, SIM), child_ms(runner_code, {})) for _ in range(2 * ROUNDS)]
     plain = statistics.median(p for p, _ in pairs)
     runner = statistics.median(r for _, r in pairs)
     added = statistics.median(r - p for p, r in pairs)
-    benchmark.extra_info.update(added_ms=added, budget_ms=50, plain_ms=plain, runner_ms=runner)
-    benchmark.pedantic(lambda: None, rounds=1)
-    print(f"\nrunner: {runner:.0f} ms vs plain {plain:.0f} ms: {added:+.1f} ms (budget 50 ms)")
+    benchmark.extra_info.update(plain_ms=plain, runner_ms=runner)
+    report_added_ms(benchmark, f"runner: {runner:.0f} ms vs plain {plain:.0f} ms", added, 50)

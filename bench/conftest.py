@@ -52,6 +52,20 @@ def report_added_ms(benchmark, what: str, added: float, budget: float) -> None:
     print(f"\n{what}: {added:.1f} ms (budget {budget} ms, {verdict})")
 
 
+def child_ms(code: str, env: "dict | None" = None) -> float:
+    """The number (ms) a fresh interpreter running ``code`` prints last."""
+    return float(child_last_line(["-c", code], env))
+
+
+def median_child_ms(code: str, env: "dict | None" = None, rounds: int = 9) -> float:
+    """The median of :func:`child_ms` over ``rounds`` fresh processes: start-up costs are timed
+    inside fresh processes, so that the noise of starting one and importing torch does not swamp
+    a few milliseconds."""
+    import statistics
+
+    return statistics.median(child_ms(code, env) for _ in range(rounds))
+
+
 def child_last_line(args, env=None, timeout: float = 600) -> str:
     """Run a fresh interpreter with ``args`` and return the last line it printed."""
     out = subprocess.run(

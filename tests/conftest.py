@@ -3,6 +3,7 @@ rename cannot be undone); tests that need a pristine interpreter run a subproces
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -195,9 +196,17 @@ OFF_MUSA_MODULES = {
     "torchada_hooks.completion",
 }
 
-LOADED_BY_TORCHADA = """
+_LOADED_BY_TORCHADA = """
 import json, sys, torch
 import torchada
 assert not torchada.is_enabled()
 print(json.dumps(sorted(m for m in sys.modules if m.startswith(("torchada", "wrapt")))))
 """
+
+
+def modules_loaded_off_musa() -> set:
+    """torchada's (and wrapt's) modules in sys.modules after `import torch; import torchada` in
+    a fresh process with no simulation (a CPU or CUDA machine)."""
+    r = run_python(_LOADED_BY_TORCHADA)
+    assert r.returncode == 0, r.stderr
+    return set(json.loads(r.stdout.strip().splitlines()[-1]))

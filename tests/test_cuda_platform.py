@@ -153,13 +153,9 @@ def test_import_torchada_changes_no_object(tmp_path):
 
 
 def test_import_torchada_loads_only_the_platform_check():
-    from conftest import LOADED_BY_TORCHADA, OFF_MUSA_MODULES
+    from conftest import OFF_MUSA_MODULES, modules_loaded_off_musa
 
-    r = subprocess.run(
-        [sys.executable, "-c", LOADED_BY_TORCHADA], capture_output=True, text=True, cwd=REPO
-    )
-    assert r.returncode == 0, r.stderr
-    loaded = set(json.loads(r.stdout.strip().splitlines()[-1]))
+    loaded = modules_loaded_off_musa()
     assert "torchada._platform" in loaded
     assert loaded <= OFF_MUSA_MODULES, sorted(loaded - OFF_MUSA_MODULES)
 

@@ -73,6 +73,10 @@ def _simulator_names() -> Set[str]:
     return words
 
 
+def _on_path(operand: str, dirs: List[Path]) -> bool:
+    return any((d / operand).is_file() for d in dirs)
+
+
 def _needs_real_sdk(
     path: Path, dirs: List[Path], known: Set[str], seen: Optional[Set[Path]] = None
 ) -> List[str]:
@@ -89,7 +93,7 @@ def _needs_real_sdk(
         if delim == '"' and local.is_file():
             missing += _needs_real_sdk(local, dirs, known, seen)
             continue
-        if any((d / operand).is_file() for d in dirs):
+        if _on_path(operand, dirs):
             continue
         if _MUSA_HEADER.search(operand):
             missing.append(f"<{operand}>")
@@ -112,7 +116,7 @@ def _torch_lacks(path: Path, dirs: List[Path]) -> List[str]:
         for _, operand in _INCLUDE.findall(text)
         if operand.startswith(("torch/", "ATen/", "c10/"))
         and not _MUSA_HEADER.search(operand)
-        and not any((d / operand).is_file() for d in dirs)
+        and not _on_path(operand, dirs)
     ]
     for macro, header in _TORCH_MACROS.items():
         if re.search(rf"\b{macro}\b", text) and not any(

@@ -89,21 +89,36 @@ def _musa_path(directory: Optional[str], target: str) -> str:
     return target  # let the dynamic loader search for it
 
 
+def library_rule(cuda_file: str) -> Library:
+    """The ctypes row of CUDA library ``cuda_file`` (``"libcudart"``), read from the table alone
+    (:func:`map_library` matches any spelling of a name, at the cost of its patterns).
+
+    Example::
+
+        >>> library_rule("libcudart").musa_file
+        'libmusart.so'
+    """
+    from . import _tables
+
+    for rule in _tables.load("libraries").libraries:
+        if rule.ctypes and rule.cuda_file == cuda_file:
+            return rule
+    raise KeyError(f"{cuda_file!r} is not a ctypes library in tables/libraries.json")
+
+
+def _load_path(rule: Library) -> str:
+    return _musa_path(musa_library_dir(), rule.musa_file)
+
+
 def musa_library_path(cuda_file: str) -> str:
-    """The path to load for the MUSA counterpart of CUDA library ``cuda_file`` (``"libcudart"``),
-    from its row alone (:func:`map_library` matches any spelling of a name, at a cost).
+    """The path to load for the MUSA counterpart of CUDA library ``cuda_file`` (``"libcudart"``).
 
     Example::
 
         >>> musa_library_path("libcudart")  # doctest: +SKIP
         '/usr/local/musa/lib/libmusart.so'
     """
-    from . import _tables
-
-    for rule in _tables.load("libraries").libraries:
-        if rule.cuda_file == cuda_file:
-            return _musa_path(musa_library_dir(), rule.musa_file)
-    raise KeyError(f"{cuda_file!r} is not a library in tables/libraries.json")
+    return _load_path(library_rule(cuda_file))
 
 
 def map_library(name: "str | None") -> Tuple["str | None", Optional[Library]]:
@@ -114,7 +129,7 @@ def map_library(name: "str | None") -> Tuple["str | None", Optional[Library]]:
         return name, None
     kind, rule = _classify(os.path.basename(str(name)))
     if kind == "cuda":
-        return _musa_path(musa_library_dir(), rule.musa_file), rule
+        return _load_path(rule), rule
     return name, rule
 
 

@@ -39,14 +39,11 @@ def forwarded(cuda_name: str = "libcudart") -> List[str]:
         >>> "cudaMalloc" in forwarded("libcudart")
         True
     """
-    for _, rule in _ctypes._rules():
-        if rule.cuda_file == cuda_name:
-            return list(rule.forwarded)
-    raise KeyError(f"{cuda_name!r} is not a ctypes library in tables/libraries.json")
+    return list(_ctypes.library_rule(cuda_name).forwarded)
 
 
 def _source(cuda_name: str) -> str:
-    rule = next(r for _, r in _ctypes._rules() if r.cuda_file == cuda_name)
+    rule = _ctypes.library_rule(cuda_name)
     entries = " ".join(
         f"X({i}, {name}, {_ctypes._symbol(rule, name)})"
         for i, name in enumerate(forwarded(cuda_name))

@@ -49,6 +49,12 @@ def _torch_musa_present() -> bool:
         return False
 
 
+def _forced_platform() -> Optional[Platform]:
+    """``TORCHADA_PLATFORM``'s platform, None when unset; another value raises ValueError."""
+    forced = choice("TORCHADA_PLATFORM", normalise=lambda v: v.strip().lower())
+    return Platform(forced) if forced else None
+
+
 @functools.lru_cache(maxsize=1)
 def detect_platform() -> Platform:
     """MUSA if torch_musa is loaded or importable (or simulated), CUDA for a CUDA build of torch,
@@ -68,9 +74,9 @@ def detect_platform() -> Platform:
         >>> torchada.detect_platform() in list(torchada.Platform)
         True
     """
-    forced = choice("TORCHADA_PLATFORM", normalise=lambda v: v.strip().lower())
-    if forced:
-        return Platform(forced)
+    forced = _forced_platform()
+    if forced is not None:
+        return forced
     if _torch_musa_present():
         return Platform.MUSA
     torch = sys.modules.get("torch")
@@ -99,10 +105,8 @@ def is_musa_platform() -> bool:
         return detect_platform() is Platform.MUSA
     # The same answer without importing torch (detect_platform needs it only to tell CUDA from
     # CPU): `python -m torchada --help` and an early `import torchada` stay cheap off MUSA.
-    forced = choice("TORCHADA_PLATFORM", normalise=lambda v: v.strip().lower())
-    if forced:
-        return Platform(forced) is Platform.MUSA
-    return _torch_musa_present()
+    forced = _forced_platform()
+    return forced is Platform.MUSA if forced is not None else _torch_musa_present()
 
 
 def is_cuda_platform() -> bool:

@@ -42,11 +42,18 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from .finder import ProxyFinder
-    from .hooks import ImportHooks
-    from .proxy import ProxyLoader, ProxyModule, is_sealed, proxy_spec, seal, seal_on_first_use
-    from .swap import SwapLedger
+if TYPE_CHECKING:  # for type checkers: the names below resolve through __getattr__
+    from .finder import ProxyFinder  # noqa: F401
+    from .hooks import ImportHooks  # noqa: F401
+    from .proxy import (  # noqa: F401
+        ProxyLoader,
+        ProxyModule,
+        is_sealed,
+        proxy_spec,
+        seal,
+        seal_on_first_use,
+    )
+    from .swap import SwapLedger  # noqa: F401
 
 # Each public name and its submodule, loaded on first use: importing one light submodule
 # (``torchada_hooks.completion`` runs in every ``import torch``) must not load wrapt.
@@ -62,17 +69,7 @@ _WHERE = {
     "seal_on_first_use": "proxy",
 }
 
-__all__ = [
-    "ImportHooks",
-    "ProxyFinder",
-    "ProxyLoader",
-    "ProxyModule",
-    "SwapLedger",
-    "is_sealed",
-    "proxy_spec",
-    "seal",
-    "seal_on_first_use",
-]
+__all__ = sorted(_WHERE)
 
 
 def __getattr__(name: str) -> Any:
