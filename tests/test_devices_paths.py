@@ -142,6 +142,44 @@ def test_install_and_undo(py, native):
 
 
 @needs_native_translation
+def test_native_kernels_per_operator_then_the_fallback_at_device_init(py):
+    # Activation registers a kernel per operator with a Device argument (the list is kept in the
+    # cache); the CUDA fallback, which rewrites every operator's dispatch table, waits for the
+    # device to initialise. A factory reached without torch's Python arguments (torch.ops, code
+    # compiled by Inductor) runs before that.
+    code = """
+        _simulator.activate()
+        import torch_musa
+        assert torchada.enable() and _devices.path() == "native"
+        lib = sys.modules["torchada_native"]
+        r = {"fallback_at_enable": lib.device_fallback_registered(),
+             "initialized_at_enable": torch_musa.is_initialized()}
+        idx = torch.ops.aten.tril_indices.default(3, 3, device="cuda")
+        r["ops_device"] = str(idx.device)
+        r["ops_values"] = idx.tolist()
+        r["fallback_before_init"] = lib.device_fallback_registered()
+        r["factory_device"] = str(torch.triu_indices(2, 2, device="cuda").device)
+        r["fallback_after_init"] = lib.device_fallback_registered()
+        r["initialized"] = torch_musa.is_initialized()
+        print(json.dumps(r))
+    """
+    out, _ = _run(py, code)
+    assert out == {
+        "fallback_at_enable": False,
+        "initialized_at_enable": False,
+        "ops_device": "musa:0",
+        "ops_values": [[0, 1, 1, 2, 2, 2], [0, 0, 1, 0, 1, 2]],
+        "fallback_before_init": False,
+        "factory_device": "musa:0",
+        "fallback_after_init": True,
+        "initialized": True,
+    }
+    from torchada._cache import cache_root
+
+    assert list((cache_root() / "derived").glob("device-argument-ops-*.pickle"))
+
+
+@needs_native_translation
 def test_native_tensor_to_without_a_python_wrapper(py):
     # Where Tensor.to is torch's own C method (no torch_musa wrapper to hook), the native path
     # replaces it with a C method descriptor: same behaviour.

@@ -9,7 +9,6 @@ import logging
 import os
 import sys
 import threading
-import traceback
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
@@ -225,8 +224,7 @@ def _patch_musa_initialized(torch_musa: Any) -> None:
     # torch.cuda._initialized does on CUDA: whether the device has been initialized.
     # torch_musa's own `_lazy_call` runs the update when the device initializes (at once if it
     # already has). The module keeps its plain class (a property on a subclass would tax every
-    # torch.musa attribute read). `_lazy_call` records the caller's formatted stack for its error
-    # messages, which costs milliseconds at import; ours gets a one-line note instead.
+    # torch.musa attribute read).
     handle = _patcher.set_attr(torch_musa, "_initialized", bool(torch_musa.is_initialized()))
     live = [True]
 
@@ -236,12 +234,9 @@ def _patch_musa_initialized(torch_musa: Any) -> None:
             torch_musa._initialized = handle.new = True
 
     _patcher.on_undo(lambda: live.__setitem__(0, False))
-    format_stack = traceback.format_stack
-    traceback.format_stack = lambda *args, **kwargs: ["  (queued by torchada.enable)\n"]
-    try:
-        torch_musa._lazy_call(mark_initialized)
-    finally:
-        traceback.format_stack = format_stack
+    from ._after_import import when_initialized
+
+    when_initialized(torch_musa, mark_initialized)
 
 
 def preload(spec: Any) -> List[str]:

@@ -59,3 +59,24 @@ def when_imported(name: str, fn: Callable[[Any], None], state: Dict[str, Any]) -
     _finders.extend(f for f in sys.meta_path if not any(f is b for b in before))
     if _finders:
         patcher.on_undo(_remove_finders)
+
+
+def when_initialized(device_module: Any, fn: Callable[[], None]) -> None:
+    """Call ``fn()`` when the MUSA device initialises (at once if it has), through torch_musa's
+    own ``_lazy_call`` queue, which torch.cuda's lazy initialisation runs too.
+
+    ``_lazy_call`` records the caller's formatted stack for its error messages, which costs
+    milliseconds; ours gets a one-line note instead.
+
+    Example::
+
+        >>> when_initialized(torch_musa, register_fallback)  # doctest: +SKIP
+    """
+    import traceback
+
+    format_stack = traceback.format_stack
+    traceback.format_stack = lambda *args, **kwargs: ["  (queued by torchada.enable)\n"]
+    try:
+        device_module._lazy_call(fn)
+    finally:
+        traceback.format_stack = format_stack

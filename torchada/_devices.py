@@ -19,16 +19,18 @@ Two implementations, chosen once per process by :func:`install`:
 
 * native (``csrc/torchada_native``, the default): CUDA-key kernels for ``empty.memory_format`` and
   ``empty_strided`` (every factory, ``*_like``, ``new_*`` and ``.to()`` allocate through them), a
-  boxed CUDA fallback for the factories with backend-specific kernels, and a CUDA device guard
-  delegating to MUSA's. Factories and ``torch.device`` stay torch's own C functions. So that
-  ``x.to("cuda")`` returns ``x`` when it is already there (torch decides by comparing devices),
-  the device is read as "musa" before torch sees it: torch_musa's Python ``Tensor.to`` is kept and
-  the C ``to`` it ends with is swapped for a C function that translates first (without such a
-  wrapper, ``Tensor.to`` becomes a C method doing the same). Registered at most once per process,
-  only in a PyTorch without CUDA; :func:`torchada.disable` makes them inert: kernels then raise
-  torch's NotImplementedError ("Could not run ... 'CUDA' backend"), the guard torch's "not linked
-  with support for cuda devices", as without torchada. Known difference: ``torch.as_tensor(t,
-  device="cuda")`` of a musa tensor copies it (torch compares devices inside, out of reach).
+  boxed kernel for the factories with backend-specific kernels (registered per operator, and as
+  the CUDA fallback when the device initialises, for operators registered since), and a CUDA
+  device guard delegating to MUSA's. Factories and ``torch.device`` stay torch's own C
+  functions. So that ``x.to("cuda")`` returns ``x`` when it is already there (torch decides by
+  comparing devices), the device is read as "musa" before torch sees it: torch_musa's Python
+  ``Tensor.to`` is kept and the C ``to`` it ends with is swapped for a C function that translates
+  first (without such a wrapper, ``Tensor.to`` becomes a C method doing the same). Registered
+  at most once per process, only in a PyTorch without CUDA; :func:`torchada.disable` makes them
+  inert: kernels then raise torch's NotImplementedError ("Could not run ... 'CUDA' backend"), the
+  guard torch's "not linked with support for cuda devices", as without torchada. Known
+  difference: ``torch.as_tensor(t, device="cuda")`` of a musa tensor copies it (torch compares
+  devices inside, out of reach).
 * Python fallback (no compiler, a failed build, or ``TORCHADA_NATIVE=0``): Python wrappers that
   translate the ``device`` keyword of every factory in
   ``torch.utils._device._device_constructors()``, of ``torch.*_like`` and ``torch.normal``, and of
@@ -47,15 +49,18 @@ written on NVIDIA machines, ``map_location="cuda:1"``, ``{"cuda:0": "cuda:1"}``)
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
+import sys
 import threading
+from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
 from . import _native
-from ._after_import import when_imported
+from ._after_import import when_imported, when_initialized
 from ._env import flag
 from ._torch_features import left_out
 
@@ -545,6 +550,28 @@ def _native_blocker(native: Any) -> str:
     return native.device_translation_blocker()
 
 
+def _device_argument_ops(native: Any) -> List[str]:
+    # Which operators take a Device argument is fixed by the libraries that define them, and
+    # reading every schema takes milliseconds: the answer is kept per build of torch, torch_musa
+    # and the native library. Operators defined by other libraries meet the fallback instead,
+    # when the device initialises.
+    from ._cache import derived
+
+    musa = sys.modules["torch_musa"]
+    modules = [torch._C, musa, getattr(musa, "_MUSAC", None), native]
+    sources = [Path(m.__file__) for m in modules if getattr(m, "__file__", None)]
+    return derived("device-argument-ops", sources, native.device_argument_ops)
+
+
+def _add_fallback(native: Any) -> None:
+    if not native.register_device_fallback():
+        _warn_once(
+            "fallback",
+            "torchada: another library holds the CUDA fallback; operators registered after "
+            "torchada was enabled may not run on 'cuda' devices (use 'musa' for them)",
+        )
+
+
 def install(patcher: Any) -> None:
     """Serve "cuda" devices with MUSA; natively when the library loads, else in Python."""
     global _backend, _path
@@ -556,7 +583,7 @@ def install(patcher: Any) -> None:
         why = _native_blocker(native)
         if not why:
             try:
-                native.register_device_translation()
+                native.register_device_translation(_device_argument_ops(native))
             except RuntimeError as err:  # the slots were taken between the check and now
                 why = str(err)
         if why:
@@ -569,6 +596,9 @@ def install(patcher: Any) -> None:
     if native is not None:
         native.set_device_translation_enabled(True)
         patcher.on_undo(lambda: native.set_device_translation_enabled(False))
+        # The fallback rewrites every operator's dispatch table (milliseconds): paid when the
+        # device initialises, which torch does before its first "cuda" factory.
+        when_initialized(sys.modules["torch_musa"], functools.partial(_add_fallback, native))
     else:
         _install_fallback(patcher)
     _install_common(patcher, native)

@@ -6,9 +6,10 @@
 // slots, at run time and only when asked (so loading the library changes nothing):
 //   - unboxed CUDA kernels for empty.memory_format / empty_strided (every factory, *_like, new_*
 //     and _to_copy allocate through them) that redispatch straight to the PrivateUse1 kernel;
-//   - a boxed CUDA fallback for the few factories with backend-specific kernels (tril_indices,
-//     ...), rewriting their Device arguments to PrivateUse1; the same kernel, registered per
-//     operator, for the factories the MUSA backend runs with kernels of its own;
+//   - a boxed kernel that rewrites Device arguments to PrivateUse1, registered per operator for
+//     the factories with backend-specific kernels (tril_indices, ...) and those the MUSA backend
+//     runs with kernels of its own, and as the CUDA fallback (on first use of the device) for the
+//     operators of libraries loaded later;
 //   - a CUDA device guard that delegates every call to the PrivateUse1 guard, translating devices
 //     and streams at the boundary.
 // Registrations cannot be taken back, so a global switch makes them inert: switched off, they fail
@@ -27,6 +28,7 @@
 #include <atomic>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace torchada_native {
 namespace {
@@ -34,6 +36,7 @@ namespace {
 std::atomic<bool> g_enabled{false};
 std::mutex g_register_mutex;
 bool g_registered = false;
+bool g_fallback = false;
 
 constexpr const char* kSwitchedOff =
     "torchada's device translation, which runs 'cuda' devices on MUSA, is switched off "
@@ -246,20 +249,50 @@ bool has_device_argument(const c10::FunctionSchema& schema) {
   return false;
 }
 
-// Factories the MUSA backend runs with its own kernel: on the CUDA key their composite kernel
-// would run instead (some need a device-specific stub only the backend's kernel avoids), so a
-// "cuda" device takes the backend's kernel, as "musa" does. Read once, when registering: the ops
-// of libraries loaded later keep the composite kernel (or the fallback).
-void register_backend_factories() {
+// The CUDA key is reached only through a "cuda" Device argument (a CPU build has no CUDA
+// tensors), so the operators that need a CUDA kernel are those with a Device argument and no CUDA
+// kernel of their own:
+//   - those the MUSA backend runs with its own kernel: their composite kernel would run on the CUDA
+//     key instead (some need a device-specific stub only the backend's kernel avoids), so "cuda"
+//     takes the backend's kernel, as "musa" does;
+//   - those with no kernel for the CUDA key at all (tril_indices, ...).
+// One registration each costs a small part of what a backend fallback does at this point (it
+// rewrites every operator's dispatch table); the fallback, for the operators of libraries loaded
+// later, is registered on first use of the device.
+bool needs_cuda_kernel(const c10::OperatorHandle& op) {
+  return !op.hasKernelForDispatchKey(c10::DispatchKey::CUDA) &&
+         (op.hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1) ||
+          !op.hasComputedKernelForDispatchKey(c10::DispatchKey::CUDA));
+}
+
+std::string full_name(const c10::OperatorName& name) {
+  return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
+}
+
+// Every operator with a Device argument that needs the kernel, by full name. Reading every
+// operator's schema takes milliseconds; the answer depends only on the libraries that define the
+// operators, so the caller keeps it.
+std::vector<std::string> device_argument_ops() {
   auto& dispatcher = c10::Dispatcher::singleton();
-  const auto backend_ops = dispatcher.getRegistrationsForDispatchKey(c10::DispatchKey::PrivateUse1);
-  for (const auto& name : backend_ops) {
+  std::vector<std::string> out;
+  for (const auto& name : dispatcher.getAllOpNames()) {
     if (name.name == "aten::empty" || name.name == "aten::empty_strided") continue;  // see above
     auto op = dispatcher.findOp(name);
-    if (!op || op->hasKernelForDispatchKey(c10::DispatchKey::CUDA) ||
-        !has_device_argument(op->schema())) {
-      continue;
+    if (op && has_device_argument(op->schema()) && needs_cuda_kernel(*op)) {
+      out.push_back(full_name(name));
     }
+  }
+  return out;
+}
+
+void register_device_argument_kernels(const std::vector<std::string>& names) {
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const auto& full : names) {
+    const auto dot = full.find('.');
+    c10::OperatorName name(full.substr(0, dot),
+                           dot == std::string::npos ? "" : full.substr(dot + 1));
+    auto op = dispatcher.findOp(name);
+    if (!op || !needs_cuda_kernel(*op)) continue;  // gone, or served since the list was made
     // Leaked on purpose, like the libraries below.
     new c10::RegistrationHandleRAII(dispatcher.registerImpl(
         name, c10::DispatchKey::CUDA, c10::KernelFunction::makeFromBoxedFunction<&cuda_fallback>(),
@@ -291,7 +324,7 @@ std::string blocker() {
   return "";
 }
 
-void register_translation() {
+void register_translation(const std::vector<std::string>& device_ops) {
   std::lock_guard<std::mutex> lock(g_register_mutex);
   if (g_registered) return;
   const std::string why = blocker();
@@ -303,11 +336,25 @@ void register_translation() {
                                      __FILE__, __LINE__);
   kernels->impl("empty.memory_format", TORCH_FN(empty_memory_format));
   kernels->impl("empty_strided", TORCH_FN(empty_strided));
+  register_device_argument_kernels(device_ops);
+  g_registered = true;
+}
+
+// The same kernel as a fallback for the CUDA key: it serves the operators of libraries loaded
+// after register_translation(). Registered once, on first use of the device, since it rewrites
+// every operator's dispatch table. Returns whether torchada's fallback is in place.
+bool register_fallback() {
+  std::lock_guard<std::mutex> lock(g_register_mutex);
+  TORCH_CHECK(g_registered, "torchada: register_device_translation() comes first");
+  if (g_fallback) return true;
+  if (c10::Dispatcher::singleton().hasBackendFallbackForDispatchKey(c10::DispatchKey::CUDA)) {
+    return false;  // another library's; the operators known at registration keep torchada's kernel
+  }
   auto* fallback =
       new torch::Library(torch::Library::IMPL, "_", c10::DispatchKey::CUDA, __FILE__, __LINE__);
   fallback->fallback(torch::CppFunction::makeFromBoxedFunction<&cuda_fallback>());
-  register_backend_factories();
-  g_registered = true;
+  g_fallback = true;
+  return true;
 }
 
 }  // namespace
@@ -315,8 +362,18 @@ void register_translation() {
 void init_device_translation(pybind11::module_& m) {
   m.def("device_translation_blocker", &blocker,
         "Why 'cuda' devices cannot be served natively in this process, or '' when they can.");
-  m.def("register_device_translation", &register_translation,
-        "Fill the CUDA kernel and guard slots (once per process; switched off until enabled).");
+  m.def("device_argument_ops", &device_argument_ops,
+        "The operators with a Device argument that need a CUDA kernel, by full name.");
+  m.def("register_device_translation", &register_translation, pybind11::arg("device_ops"),
+        "Fill the CUDA kernel and guard slots, for device_ops (from device_argument_ops()) "
+        "among the operators (once per process; switched off until enabled).");
+  m.def("register_device_fallback", &register_fallback,
+        "Add the CUDA fallback for operators registered since (once per process); whether "
+        "torchada's fallback is in place.");
+  m.def("device_fallback_registered", [] {
+    std::lock_guard<std::mutex> lock(g_register_mutex);
+    return g_fallback;
+  });
   m.def("device_translation_registered", [] {
     std::lock_guard<std::mutex> lock(g_register_mutex);
     return g_registered;
