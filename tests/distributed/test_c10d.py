@@ -136,3 +136,24 @@ def test_c10d_methods_take_cuda_devices(py, tmp_path):
     assert out["connected"] is True
     assert out["sub"] == ["mccl", "musa:1"]
 
+
+def test_c10d_device_methods_have_their_own_switch(py):
+    # TORCHADA_DISABLE_C10D leaves c10d's methods alone; TORCHADA_DISABLE_DEVICE_ARGS, which is
+    # about torch.cuda's device arguments, does not reach them.
+    code = (
+        "import json, torch, torchada\n"
+        "method = torch._C._distributed_c10d.ProcessGroup._get_backend\n"
+        "stream_new = torch.musa.Stream.__new__\n"
+        "print(json.dumps([hasattr(method, '__wrapped__'), hasattr(stream_new, '__wrapped__')]))"
+    )
+    seen = {}
+    for switch in ("", "TORCHADA_DISABLE_C10D", "TORCHADA_DISABLE_DEVICE_ARGS"):
+        env = {"TORCHADA_SIMULATE": "1", **({switch: "1"} if switch else {})}
+        r = py(code, env=env)
+        assert r.returncode == 0, r.stderr[-3000:]
+        seen[switch] = json.loads(r.stdout.strip().splitlines()[-1])
+    assert seen == {
+        "": [True, True],
+        "TORCHADA_DISABLE_C10D": [False, True],
+        "TORCHADA_DISABLE_DEVICE_ARGS": [True, False],
+    }
