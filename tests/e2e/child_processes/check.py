@@ -50,8 +50,9 @@ def collect() -> dict:
     out["names"] = names
     activation = sys.modules.get("torchada._activation")
     out["enabled"] = bool(activation and activation.is_enabled())
+    patching = sys.modules.get("torchada._core.patcher")
     out["installs"] = [
-        len(activation._undo) if activation else 0,
+        len(patching._undo) if patching else 0,
         sum(type(f).__module__.startswith("torchada_hooks") for f in sys.meta_path),
     ]
     out["entry_points"] = [e.name for e in importlib.metadata.entry_points(group="torch.backends")]
