@@ -22,9 +22,12 @@ import functools
 import importlib
 import inspect
 import sys
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from .._devices import rule
+
+if TYPE_CHECKING:
+    from .._core.patcher import Patcher
 
 # Parameters whose name says "device" but that are not one (a compute capability, a flag).
 _NOT_DEVICES = {"device_cc", "device_type", "insert_device_ordinal", "deviceid"}
@@ -238,7 +241,7 @@ def _patch_class(patcher: Any, cls: type, method: str, params: List[str]) -> Non
     )
 
 
-def install(patcher: Any) -> None:
+def install(patcher: Patcher) -> None:
     """Patch torch_musa's own device-taking classes (isinstance checks and the objects torch_musa
     returns stay torch_musa's), and undo it with ``patcher``. c10d's device-taking methods are
     ``torchada._distributed.c10d``'s."""

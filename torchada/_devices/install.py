@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -60,6 +60,9 @@ from .._core.warn import log_once
 from .._native import library as _native
 from . import rule
 from .rule import call_translated, cuda_to_musa, musa
+
+if TYPE_CHECKING:
+    from .._core.patcher import Patcher
 
 logger = logging.getLogger("torchada")
 
@@ -445,7 +448,7 @@ def _native_blocker(native: Any) -> str:
     return native.device_translation_blocker()
 
 
-def install(patcher: Any) -> None:
+def install(patcher: Patcher) -> None:
     """Serve "cuda" devices with MUSA; natively when the library loads, else in Python."""
     global _path
     rule.use_device_type(torch._C._get_privateuse1_backend_name())

@@ -8,13 +8,16 @@ MUSA. The registry row ``torch.distributed.Backend`` (tables/torch_distributed.j
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .._core.patcher import Patcher
 
 #: device type -> backend torchada makes torch.distributed choose for it.
 DEVICE_BACKENDS = {"cuda": "mccl"}
 
 
-def install(patcher: Any) -> None:
+def install(patcher: Patcher) -> None:
     """Point ``Backend.default_device_backend_map``'s CUDA entry at MCCL, undone by ``disable()``.
 
     Example::

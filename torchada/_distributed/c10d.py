@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Any, Dict, Iterator
+from typing import TYPE_CHECKING, Any, Dict, Iterator
 
 import torch
 import torch.distributed as _dist
@@ -26,6 +26,9 @@ from .._core.arguments import rewriting
 from .._core.torch_features import left_out
 from .._devices import rule
 from .._devices.rule import musa_device_type
+
+if TYPE_CHECKING:
+    from .._core.patcher import Patcher
 
 _init_process_group = _c10d.init_process_group
 _init_device_mesh = _device_mesh.init_device_mesh
@@ -134,7 +137,7 @@ def _devices_as_musa(method: Any) -> Any:
     return with_cuda_device
 
 
-def install(patcher: Any) -> None:
+def install(patcher: Patcher) -> None:
     """Make the c10d methods that take a device, and ``ProcessGroup.bound_device_id``, read a
     CUDA device as the musa one; ``patcher`` undoes it.
 

@@ -10,10 +10,13 @@ object itself, whose ``CUDA_HOME`` (None on a machine without CUDA) its function
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .._core.patcher import Patcher
 
 
-def install(patcher: Any) -> None:
+def install(patcher: Patcher) -> None:
     original = sys.modules.get("torch.utils.cpp_extension")
     original = vars(original).get("__torchada_original__", original) if original else None
     musa_extension = sys.modules.get("torch_musa.utils.musa_extension")

@@ -13,9 +13,12 @@ import ctypes.util as _ctypes_util
 import functools
 import os
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from .._core.tables import Library
+
+if TYPE_CHECKING:
+    from .._core.patcher import Patcher
 
 _RealCDLL = _ctypes.CDLL
 _RealPyDLL = _ctypes.PyDLL
@@ -294,7 +297,7 @@ def find_library(name: str) -> Optional[str]:
     return _real_find_library(str(rule.musa))
 
 
-def install(patcher: Any) -> None:
+def install(patcher: Patcher) -> None:
     """Make ``ctypes.CDLL`` objects created through references taken before torchada was on
     (``from ctypes import CDLL`` at the top of a module imported first) behave as the proxy's:
     CUDA library names load the MUSA library, and its functions answer to CUDA names."""

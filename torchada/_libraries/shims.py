@@ -21,9 +21,12 @@ from __future__ import annotations
 import hashlib
 import logging
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from . import ctypes_bindings as _ctypes
+
+if TYPE_CHECKING:
+    from .._core.patcher import Patcher
 
 logger = logging.getLogger("torchada")
 
@@ -135,7 +138,7 @@ def load(cuda_name: str = "libcudart") -> Optional[Any]:
     return lib
 
 
-def install(patcher: Any) -> None:
+def install(patcher: Patcher) -> None:
     """Map the CUDA-named forwarding libraries into the process (MUSA and the simulator only:
     torchada turns on nowhere else)."""
     load("libcudart")

@@ -12,11 +12,14 @@ is left alone.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import torch
 
 from .._core.torch_features import has_operator, left_out
+
+if TYPE_CHECKING:
+    from .._core.patcher import Patcher
 
 logger = logging.getLogger("torchada")
 
@@ -61,7 +64,7 @@ def _has_kernel(name: str) -> bool:
     return torch._C._dispatch_has_kernel_for_dispatch_key(name, _KEY)
 
 
-def install(patcher: Any) -> Optional[torch.library.Library]:
+def install(patcher: Patcher) -> Optional[torch.library.Library]:
     """Register the fills missing on the MUSA key; ``patcher`` undoes them."""
     missing = []
     for op in ("mm", "bmm"):

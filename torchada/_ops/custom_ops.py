@@ -19,7 +19,7 @@ import functools
 import inspect
 import logging
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.library
@@ -27,6 +27,9 @@ from torch._library import custom_ops
 
 from .._core.torch_features import left_out
 from .._devices.rule import musa_device_type
+
+if TYPE_CHECKING:
+    from .._core.patcher import Patcher
 
 logger = logging.getLogger("torchada")
 
@@ -218,7 +221,7 @@ def _patch_register_autocast(patcher: Any) -> None:
     patcher.set_attr(torch.library, "register_autocast", register_autocast)
 
 
-def install(patcher: Any) -> None:
+def install(patcher: Patcher) -> None:
     _patch_library(patcher)
     _patch_custom_op_def(patcher)
     _patch_register_autocast(patcher)

@@ -24,11 +24,14 @@ import sys
 import threading
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Dict, List, Optional, Sequence, Set
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set
 
 from .._core.env import flag
 from .._core.warn import log_once
 from .._native import library as _native
+
+if TYPE_CHECKING:
+    from .._core.patcher import Patcher
 
 logger = logging.getLogger("torchada")
 trace_logger = logging.getLogger("torchada.cpp_ops")
@@ -168,7 +171,7 @@ def _known(modules: Sequence[ModuleType]) -> List[str]:
     return [entry["name"] for m in modules for entry in m.op_overrides()]
 
 
-def install(patcher: Any) -> None:
+def install(patcher: Patcher) -> None:
     """Install the enabled overrides (the activation subsystem entry point)."""
     global _active
     with _lock:

@@ -17,12 +17,15 @@ import collections
 import importlib
 import logging
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.accelerator as _acc
 
 from .._devices.rule import musa_spec
+
+if TYPE_CHECKING:
+    from .._core.patcher import Patcher
 
 logger = logging.getLogger("torchada")
 
@@ -244,7 +247,7 @@ SERVED = (
 )
 
 
-def install(patcher: Any) -> None:
+def install(patcher: Patcher) -> None:
     # Only what this torch has is served: torchada mirrors the installed API, it adds none.
     this = globals()
     for name in SERVED:

@@ -17,12 +17,15 @@ The autocast object reports what it really controls: ``torch.autocast("cuda").de
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Dict
+from typing import TYPE_CHECKING, Any, Callable, Dict
 
 import torch
 
 from .._core.arguments import rewriting
 from .._devices.rule import musa_device_type
+
+if TYPE_CHECKING:
+    from .._core.patcher import Patcher
 
 
 def _wrap_device_first(fn: Callable) -> Callable:
@@ -119,7 +122,7 @@ def _patch_state_functions(patcher: Any) -> None:
     patcher.set_attr(torch, "set_autocast_gpu_dtype", set_autocast_gpu_dtype)
 
 
-def install(patcher: Any) -> None:
+def install(patcher: Patcher) -> None:
     _patch_autocast(patcher)
     _patch_grad_scaler(patcher)
     _patch_custom_fwd_bwd(patcher)

@@ -31,7 +31,7 @@ import contextlib
 import functools
 import inspect
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.backends.cuda as _cuda_backends
@@ -39,6 +39,9 @@ from torch.backends import ContextProp
 
 from .._core.warn import warn_once
 from .._cuda.redirect import UnsupportedCUDAAPIError
+
+if TYPE_CHECKING:
+    from .._core.patcher import Patcher
 
 # torch's cudnn module object (a PropModule); its class holds the properties.
 _cudnn = torch.backends.cudnn
@@ -382,7 +385,7 @@ def _install_tf32(patcher: Any) -> None:
     patcher.on_undo(lambda: _set_tf32(before))
 
 
-def install(patcher: Any) -> None:
+def install(patcher: Patcher) -> None:
     _install_cuda(patcher)
     _install_cudnn(patcher)
     _install_tf32(patcher)

@@ -25,9 +25,12 @@ removes the tagger and puts torch's ``_get_restore_location`` back.
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 import torch
+
+if TYPE_CHECKING:
+    from .._core.patcher import Patcher
 
 logger = logging.getLogger("torchada")
 
@@ -125,7 +128,7 @@ def _patch_map_location_dicts(patcher: Any) -> None:
     patcher.set_attr(torch.serialization, "_get_restore_location", _get_restore_location)
 
 
-def install(patcher: Any) -> None:
+def install(patcher: Patcher) -> None:
     from .._devices import install as _devices
 
     if _devices.path() is None:

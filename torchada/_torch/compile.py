@@ -28,11 +28,14 @@ import functools
 import hashlib
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from .._core.after_import import on_import
+
+if TYPE_CHECKING:
+    from .._core.patcher import Patcher
 
 logger = logging.getLogger("torchada")
 
@@ -222,7 +225,7 @@ def _translate_lowering_devices(graph: Any) -> None:
     _state["patcher"].set_attr(cls, "call_function", call_function)
 
 
-def install(patcher: Any) -> None:
+def install(patcher: Patcher) -> None:
     _state["patcher"] = patcher
     patcher.on_undo(lambda: _state.update(patcher=None))
     on_import("torch._dynamo.variables.ctx_manager", _register_device_context, _state)

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from .._core.after_import import on_import
+
+if TYPE_CHECKING:
+    from .._core.patcher import Patcher
 
 logger = logging.getLogger("torchada")
 
@@ -75,7 +78,7 @@ def install_c_bindings(patcher: Any) -> None:
         patcher.set_attr(torch._C, name, value)
 
 
-def install(patcher: Any) -> None:
+def install(patcher: Patcher) -> None:
     _state["patcher"] = patcher
     patcher.on_undo(lambda: _state.update(patcher=None))
     install_c_bindings(patcher)

@@ -20,13 +20,16 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
-from typing import Any, Dict
+from typing import TYPE_CHECKING, Any, Dict
 
 import torch
 from torch._C._profiler import ProfilerActivity
 
 from .._core.arguments import rewriting
 from .._devices.rule import musa_spec
+
+if TYPE_CHECKING:
+    from .._core.patcher import Patcher
 
 _CUDA = ProfilerActivity.CUDA
 _MUSA = ProfilerActivity.PrivateUse1
@@ -123,7 +126,7 @@ def _patch_autograd_profile(patcher: Any, original_supported: Any) -> None:
     patcher.set_attr(cls, "__init__", rewriting(cls.__init__, profile_musa_for_cuda))
 
 
-def install(patcher: Any) -> None:
+def install(patcher: Patcher) -> None:
     original_supported = _patch_supported_activities(patcher)
     _patch_kineto_profile(patcher, original_supported)
     _patch_autograd_profile(patcher, original_supported)
