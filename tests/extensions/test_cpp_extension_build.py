@@ -69,9 +69,9 @@ def ext_cache() -> Path:
     inputs = sorted(p for p in SRC.rglob("*") if p.is_file())
     inputs += sorted(p for p in HEADERS.rglob("*") if p.is_file())
     inputs += [
-        REPO / "torchada" / "_cpp_extension.py",
-        REPO / "torchada" / "_build_settings.py",
-        REPO / "torchada" / "_build_porting.py",
+        REPO / "torchada" / "_extensions" / "cpp_extension.py",
+        REPO / "torchada" / "_extensions" / "build_settings.py",
+        REPO / "torchada" / "_extensions" / "build_porting.py",
         REPO / "torchada" / "tables" / "cuda_build.json",
         REPO / "torchada" / "tables" / "libraries.json",
     ]
