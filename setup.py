@@ -1,5 +1,5 @@
 """Ships the native sources in wheels: csrc/ is copied into the package as ``torchada/_csrc``
-(where ``torchada._build.csrc_dir`` looks first). Editable installs read csrc/ in place."""
+(where ``torchada._native.build.csrc_dir`` looks first). Editable installs read csrc/ in place."""
 
 import shutil
 from pathlib import Path

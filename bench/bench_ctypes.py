@@ -49,7 +49,7 @@ def test_mapped_symbol(benchmark, libs):
 
 @pytest.fixture(scope="module")
 def loaders(libs):
-    from torchada._ctypes import _RealCDLL
+    from torchada._libraries.ctypes_bindings import _RealCDLL
     from torchada._simulator import sdk
 
     path = str(sdk.library_paths()["libmusart.so"])

@@ -29,7 +29,8 @@ ROUNDS = 15
 @pytest.fixture(scope="module", autouse=True)
 def translated():
     import torchada
-    from torchada import _devices, _simulator
+    from torchada import _simulator
+    from torchada._devices import install as _devices
 
     _simulator.activate()
     was_enabled = torchada.is_enabled()

@@ -29,7 +29,7 @@ PROBE = textwrap.dedent("""
     from torchada import _simulator
     _simulator.activate()  # the simulator's backend from the usual cache
     os.environ["TORCHADA_CACHE_DIR"] = sys.argv[1]  # the native library from the temporary one
-    from torchada import _build, _native
+    from torchada._native import build as _build, library as _native
     t = time.perf_counter()
     module = _native.load()
     load_s = time.perf_counter() - t
@@ -89,7 +89,7 @@ def test_warm_load(benchmark, cache_dir):
 # ---------------------------------------------------------------- isfinite on the simulator
 @pytest.fixture(scope="module")
 def native(musa_sim):
-    from torchada import _native
+    from torchada._native import library as _native
 
     module = _native.load()
     if module is None:

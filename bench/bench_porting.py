@@ -4,10 +4,10 @@
 
 Two porters on the same text: run it in each checkout with the same ``TORCHADA_PORT_CORPUS``.
 
-The corpus is the golden extension sources (tests/porting_golden/input) repeated to ~3 MB. They
-are denser in CUDA API use than typical extension code, so this is a conservative figure.
-Timings are CPU time (``time.process_time``) so that other load on the machine does not skew
-them; ``extra_info`` carries MB/s for the best and the mean round.
+The corpus is the golden extension sources (tests/porting/porting_golden/input) repeated to ~3 MB.
+They are denser in CUDA API use than typical extension code, so this is a conservative figure.
+Timings are CPU time (``time.process_time``) so that other load on the machine does not skew them;
+``extra_info`` carries MB/s for the best and the mean round.
 """
 
 from __future__ import annotations

@@ -13,14 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._activation import disable, enable, is_enabled, is_patched
-    from ._fills.distributed import get_original_init_process_group
-    from ._names import (
-        cublas_to_mublas_name,
-        cuda_to_musa_name,
-        curand_to_murand_name,
-        nccl_to_mccl_name,
-    )
-    from ._platform import (
+    from ._core.platform import (
         Platform,
         detect_platform,
         get_backend,
@@ -31,6 +24,13 @@ if TYPE_CHECKING:
         is_gpu_device,
         is_musa_platform,
     )
+    from ._distributed.c10d import get_original_init_process_group
+    from ._libraries.names import (
+        cublas_to_mublas_name,
+        cuda_to_musa_name,
+        curand_to_murand_name,
+        nccl_to_mccl_name,
+    )
 
 # Public names and the submodule each lives in. Resolved on first use: torch imports this package
 # (its `torch.backends` entry point lives here) in every `import torch`, which must stay cheap.
@@ -39,21 +39,21 @@ _LAZY = {
     "enable": "_activation",
     "is_enabled": "_activation",
     "is_patched": "_activation",
-    "Platform": "_platform",
-    "cuda_home": "_platform",
-    "detect_platform": "_platform",
-    "get_backend": "_platform",
-    "get_platform": "_platform",
-    "is_cpu_platform": "_platform",
-    "is_cuda_like_device": "_platform",
-    "is_cuda_platform": "_platform",
-    "is_gpu_device": "_platform",
-    "is_musa_platform": "_platform",
-    "cuda_to_musa_name": "_names",
-    "nccl_to_mccl_name": "_names",
-    "cublas_to_mublas_name": "_names",
-    "curand_to_murand_name": "_names",
-    "get_original_init_process_group": "_fills.distributed",
+    "Platform": "_core.platform",
+    "cuda_home": "_core.platform",
+    "detect_platform": "_core.platform",
+    "get_backend": "_core.platform",
+    "get_platform": "_core.platform",
+    "is_cpu_platform": "_core.platform",
+    "is_cuda_like_device": "_core.platform",
+    "is_cuda_platform": "_core.platform",
+    "is_gpu_device": "_core.platform",
+    "is_musa_platform": "_core.platform",
+    "cuda_to_musa_name": "_libraries.names",
+    "nccl_to_mccl_name": "_libraries.names",
+    "cublas_to_mublas_name": "_libraries.names",
+    "curand_to_murand_name": "_libraries.names",
+    "get_original_init_process_group": "_distributed.c10d",
 }
 
 __version__ = "0.1.0"

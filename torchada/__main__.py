@@ -21,7 +21,7 @@ class Command(NamedTuple):
 
 COMMANDS: Dict[str, Command] = {
     "build": Command(
-        "torchada._build_command",
+        "torchada._native.command",
         "build torchada's native library ahead of time and say where it lives",
     ),
     "doctor": Command(
@@ -37,7 +37,7 @@ COMMANDS: Dict[str, Command] = {
         "install, uninstall or check the CPU simulator of torch_musa as a package",
     ),
     "tables": Command(
-        "torchada._docs",
+        "torchada._cuda.registry_docs",
         "regenerate the name and switch tables in docs/ and README.md (source checkout)",
     ),
 }

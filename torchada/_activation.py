@@ -6,16 +6,17 @@ from __future__ import annotations
 import functools
 import importlib
 import logging
-import os
 import sys
 import threading
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
-from ._env import flag
+from ._core.env import flag
 
 if TYPE_CHECKING:
     from torchada_hooks import ImportHooks
+
+    from ._core.patcher import Patcher, Subsystem
 
 logger = logging.getLogger("torchada")
 
@@ -24,7 +25,6 @@ DISABLE_ENV = "TORCHADA_DISABLE"
 
 _lock = threading.RLock()
 _hooks: Optional["ImportHooks"] = None
-_undo: List[Callable[[], None]] = []
 _enabled = False
 _enabling = False
 _applied = False
@@ -62,128 +62,30 @@ def is_patched() -> bool:
     return _applied
 
 
-_MISSING = object()
+_patcher: Optional["Patcher"] = None  # made at the first enable() on MUSA
 
-
-def _own_value(obj: Any, name: str) -> Any:
-    """What ``obj`` itself holds under ``name`` (not what a lookup would find elsewhere)."""
-    if isinstance(obj, type):
-        return obj.__dict__.get(name, _MISSING)
-    own = getattr(obj, "__dict__", None)
-    if isinstance(own, dict):
-        return own.get(name, _MISSING)
-    return getattr(obj, name, _MISSING)
-
-
-class PatchHandle:
-    """One attribute torchada replaced; :meth:`undo` puts the previous value back, but only while
-    the attribute still holds torchada's value: a later patch by someone else (a test's
-    ``mock.patch``, another library) is left in place."""
-
-    __slots__ = ("owner", "name", "new", "old", "done")
-
-    def __init__(self, owner: Any, name: str, new: Any, old: Any) -> None:
-        self.owner, self.name, self.new, self.old, self.done = owner, name, new, old, False
-
-    def undo(self) -> bool:
-        """Restore the previous value; False when the attribute is no longer torchada's (it is
-        left alone) or this handle was undone already."""
-        if self.done:
-            return False
-        self.done = True
-        if _own_value(self.owner, self.name) is not self.new:
-            logger.debug(
-                "torchada: %r.%s was replaced after torchada; left as it is", self.owner, self.name
-            )
-            return False
-        if self.old is _MISSING:
-            delattr(self.owner, self.name)
-        else:
-            setattr(self.owner, self.name, self.old)
-        return True
-
-
-class Patcher:
-    """Records every change a subsystem makes so that :func:`disable` can undo it, newest first.
-
-    Example::
-
-        >>> handle = _patcher.set_attr(torch.cuda, "is_available", lambda: True)  # doctest: +SKIP
-        >>> handle.undo()  # doctest: +SKIP
-        True
-    """
-
-    def set_attr(self, obj: Any, name: str, value: Any) -> PatchHandle:
-        own = getattr(obj, "__dict__", None)
-        if isinstance(obj, type):
-            old = obj.__dict__.get(name, _MISSING)
-        elif isinstance(own, dict) and (name in own or not hasattr(type(obj), name)):
-            # The object's own attribute only: one found through a module-like __getattr__ (the
-            # module torch.backends.cudnn wraps) must not be copied into it at undo.
-            old = own.get(name, _MISSING)
-        else:
-            old = getattr(obj, name, _MISSING)
-        setattr(obj, name, value)
-        handle = PatchHandle(obj, name, value, old)
-        _undo.append(handle.undo)
-        return handle
-
-    patch = set_attr
-
-    def del_attr(self, obj: Any, name: str) -> Optional[PatchHandle]:
-        """Remove ``obj.name`` (its own attribute) until torchada is disabled; None when
-        ``obj`` has no such attribute of its own."""
-        old = _own_value(obj, name)
-        if old is _MISSING:
-            return None
-        delattr(obj, name)
-        handle = PatchHandle(obj, name, _MISSING, old)
-        _undo.append(handle.undo)
-        return handle
-
-    def set_env(self, name: str, value: str) -> None:
-        old = os.environ.get(name)
-        os.environ[name] = value
-
-        def restore() -> None:
-            if old is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = old
-
-        _undo.append(restore)
-
-    def del_env(self, name: str) -> None:
-        old = os.environ.pop(name, None)
-        if old is not None:
-            _undo.append(lambda: os.environ.__setitem__(name, old))
-
-    def on_undo(self, fn: Callable[[], None]) -> None:
-        _undo.append(fn)
-
-
-_patcher = Patcher()
-
-# Subsystems installed after the torch.cuda redirects, each ``install(patcher)``; a name is a
-# module of this package. Switched off one by one with TORCHADA_DISABLE_<NAME>=1.
-SUBSYSTEMS: List[str] = [
-    "backend_map",
-    "devices",
-    "device_args",
-    "amp",
-    "profiler",
-    "custom_ops",
-    "backends",
-    "accelerator",
-    "compile",
-    "cpp_ops",
-    "op_fills",
-    "private_hooks",
-    "cuda_home",
-    "ctypes",
-    "cuda_shims",
-    "checkpoints",
-]
+# Subsystems installed after the torch.cuda redirects, in this order: TORCHADA_DISABLE_<NAME>=1
+# leaves the one under NAME out. Each module is a Subsystem (its ``install(patcher)``), imported
+# only when torchada is enabled.
+SUBSYSTEMS: Dict[str, str] = {
+    "backend_map": "torchada._distributed.backend_map",
+    "devices": "torchada._devices.install",
+    "device_args": "torchada._cuda.device_args",
+    "c10d": "torchada._distributed.c10d",
+    "amp": "torchada._torch.amp",
+    "profiler": "torchada._torch.profiler",
+    "custom_ops": "torchada._ops.custom_ops",
+    "backends": "torchada._torch.backends",
+    "accelerator": "torchada._torch.accelerator",
+    "compile": "torchada._torch.compile",
+    "cpp_ops": "torchada._ops.overrides",
+    "op_fills": "torchada._ops.aten_kernels",
+    "private_hooks": "torchada._torch.private_names",
+    "cuda_home": "torchada._extensions.cuda_home",
+    "ctypes": "torchada._libraries.ctypes_bindings",
+    "cuda_shims": "torchada._libraries.shims",
+    "checkpoints": "torchada._torch.checkpoints",
+}
 
 
 def _stream_repr(stream: Any) -> str:
@@ -234,15 +136,15 @@ def _patch_musa_initialized(torch_musa: Any) -> None:
             torch_musa._initialized = handle.new = True
 
     _patcher.on_undo(lambda: live.__setitem__(0, False))
-    from ._after_import import when_initialized
+    from ._core.after_import import on_device_init
 
-    when_initialized(torch_musa, mark_initialized)
+    on_device_init(torch_musa, mark_initialized)
 
 
 def preload(spec: Any) -> List[str]:
     """Modules to import before the proxies stand in: the table's "preload", by default every
     module that fills one of its names. ``spec`` is a module table's entry (a
-    :class:`torchada._tables.ModuleSpec`, or the JSON object it is read from)."""
+    :class:`torchada._core.tables.ModuleSpec`, or the JSON object it is read from)."""
     if "preload" in spec:
         return list(spec["preload"])
     modules = {e["impl"].partition(":")[0] for e in spec["names"].values() if "impl" in e}
@@ -296,8 +198,9 @@ def enable(simulate: Optional[bool] = None) -> bool:
 
 
 def _enable(simulate: Optional[bool]) -> bool:
-    global _hooks, _enabled
-    from . import _platform, _simulator
+    global _hooks, _enabled, _patcher
+    from . import _simulator
+    from ._core import platform as _platform
 
     simulate = bool(simulate or (simulate is None and _simulator.requested()))
     if not (simulate or _platform.is_musa_platform()):
@@ -305,8 +208,11 @@ def _enable(simulate: Optional[bool]) -> bool:
         return False
     from torchada_hooks import ImportHooks, seal_on_first_use
 
-    from . import _visible_devices
+    from ._core.patcher import Patcher
+    from ._devices import visible as _visible_devices
 
+    if _patcher is None:
+        _patcher = Patcher()
     # Before torch_musa is imported: the device choice must be made before any device is used.
     _visible_devices.sync(_patcher)
     if simulate:
@@ -334,7 +240,7 @@ def _enable(simulate: Optional[bool]) -> bool:
         return False
     import torch_musa
 
-    from ._redirect import Redirector, load_table
+    from ._cuda.redirect import Redirector, load_table
 
     table = load_table()
     originals: Dict[str, Any] = {}
@@ -360,20 +266,21 @@ def _enable(simulate: Optional[bool]) -> bool:
     # Sealed proxies are plain modules: a cached torch.cuda.X costs what torch.musa.X costs.
     # Each is sealed at its first use, so a module the program never touches costs nothing.
     # With the report on they stay lazy, so that each first use is seen where it happens.
-    from . import _ledger
+    from ._core import usage as _usage
 
-    for name, proxy in [] if _ledger.enabled() else hooks.proxies().items():
+    for name, proxy in [] if _usage.enabled() else hooks.proxies().items():
         seal_on_first_use(proxy, functools.partial(redirector.all_names, name))
     _hooks = hooks
-    _undo.append(hooks.uninstall)
+    _patcher.on_undo(hooks.uninstall)
     _patch_musa_classes(torch_musa, originals.get("torch.cuda.streams"))
     _patch_musa_initialized(torch_musa)
     try:
-        for name in SUBSYSTEMS:
+        for name, module_name in SUBSYSTEMS.items():
             if flag(f"TORCHADA_DISABLE_{name.upper()}"):
                 logger.debug("torchada subsystem %s disabled by the environment", name)
                 continue
-            importlib.import_module(f"{__package__}._{name}").install(_patcher)
+            subsystem: Subsystem = importlib.import_module(module_name)  # type: ignore[assignment]
+            subsystem.install(_patcher)
     except BaseException:
         # A subsystem refused (a bad setting, say): leave nothing half-installed behind.
         disable()
@@ -406,8 +313,10 @@ def disable() -> None:
     global _hooks, _enabled, _applied
     with _lock:
         _applied = False
-        while _undo:
-            _undo.pop()()
+        # Nothing was recorded unless the patcher was loaded (enable() loads it, on MUSA only).
+        patching = sys.modules.get("torchada._core.patcher")
+        if patching is not None:
+            patching.undo_all()
         _hooks = None
         _enabled = False
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 
 def autoload() -> None:
-    from torchada._env import flag
+    from torchada._core.env import flag
 
     if flag("TORCHADA_DISABLE"):
         return

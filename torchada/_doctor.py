@@ -8,8 +8,8 @@ import platform
 import sys
 from typing import Any, Dict, List
 
-from ._env import flag, switches
-from ._torch_features import left_out_pieces
+from ._core.env import flag, switches
+from ._core.torch_features import left_out_pieces
 
 OVERRIDE_OFF_PREFIX = "TORCHADA_DISABLE_OP_OVERRIDE_"
 
@@ -25,7 +25,8 @@ def collect() -> Dict[str, Any]:
     import torch
 
     import torchada
-    from torchada import _activation, _platform, _simulator
+    from torchada import _activation, _simulator
+    from torchada._core import platform as _platform
 
     info: Dict[str, Any] = {
         "torchada": torchada.__version__,
@@ -56,7 +57,7 @@ def collect() -> Dict[str, Any]:
             }
             for i in range(count)
         ]
-    native = sys.modules.get("torchada._native")
+    native = sys.modules.get("torchada._native.library")
     state = getattr(native, "state", None)
     info["native_library"] = state() if callable(state) else "not loaded"
     info["op_overrides"] = _op_overrides(info)
@@ -67,7 +68,8 @@ def collect() -> Dict[str, Any]:
 
 def _op_overrides(info: Dict[str, Any]) -> Dict[str, Any]:
     # Reads what is there; never builds the native library.
-    from torchada import _cpp_ops, _native
+    from torchada._native import library as _native
+    from torchada._ops import overrides as _cpp_ops
 
     out: Dict[str, Any] = _cpp_ops.state()
     try:
@@ -92,7 +94,7 @@ def warnings_for(info: Dict[str, Any]) -> List[str]:
             "DataLoader workers) will not turn torchada on by themselves"
         )
     if info["platform"] == "musa":
-        from ._visible_devices import disagreement
+        from ._devices.visible import disagreement
 
         visible = disagreement(env)
         if visible is not None:

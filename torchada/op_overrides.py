@@ -13,6 +13,6 @@ built and installed with :func:`load`::
 
 from __future__ import annotations
 
-from ._cpp_ops import available, include_dir, installed, load, register, state
+from ._ops.overrides import available, include_dir, installed, load, register, state
 
 __all__ = ["available", "include_dir", "installed", "load", "register", "state"]

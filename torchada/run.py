@@ -157,7 +157,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     if simulate:
         os.environ["TORCHADA_SIMULATE"] = "1"
     import torchada
-    from torchada import _redirect
+    from torchada._cuda import redirect as _redirect
 
     _redirect.note_honest_is_available = True
     torchada.enable(simulate=simulate or None)

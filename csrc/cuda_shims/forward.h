@@ -9,7 +9,7 @@
 //
 // The including file defines SHIM_LIBRARY (the CUDA name, for messages), SHIM_COUNT and
 // SHIM_FUNCTIONS(X), which calls X(index, cuda_name, musa_name) once per function; it is
-// generated from torchada/tables/libraries.json (torchada/_cuda_shims.py).
+// generated from torchada/tables/libraries.json (torchada/_libraries/shims.py).
 
 #include <dlfcn.h>
 #include <stdio.h>

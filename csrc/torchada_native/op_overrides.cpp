@@ -1,5 +1,5 @@
 // torchada's operator overrides for the MUSA backend. Installed only when asked for
-// (TORCHADA_ENABLE_CPP_OPS=1) through torchada._cpp_ops; see op_override.h for the contract and
+// (TORCHADA_ENABLE_CPP_OPS=1) through torchada._ops.overrides; see op_override.h for the contract and
 // docs/native_ops.md for how to add one.
 
 #include <limits>

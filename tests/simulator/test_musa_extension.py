@@ -49,7 +49,7 @@ def clean_env(monkeypatch, tmp_path):
 def ext_cache() -> Path:
     import torch
 
-    from torchada._build import build_key, cache_root
+    from torchada._native.build import build_key, cache_root
 
     key = build_key([EXT_SRC, MODULE_SRC], torch.__version__)
     path = cache_root() / "test-musa-extension" / key
@@ -427,7 +427,7 @@ def _check_module_on_musa(mod) -> None:
 
 @pytest.mark.slow
 def test_load_builds_host_extension(me, ext_cache, monkeypatch):
-    from torchada._build import _locked
+    from torchada._native.build import _locked
 
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(ext_cache / "jit"))
     monkeypatch.setattr(me, "MUSA_HOME", None)
@@ -485,7 +485,7 @@ def _write_if_changed(path: Path, text: str) -> None:
 
 @pytest.mark.slow
 def test_setup_py_build_with_musa_extension(ext_cache, py):
-    from torchada._build import _locked
+    from torchada._native.build import _locked
 
     work = ext_cache / "setup"
     with _locked(ext_cache / "setup.lock"):

@@ -83,7 +83,7 @@ def test_out_forms_fail_as_on_torch_musa():
 
 # torch 2.7 and 2.9's parallel_apply takes torch.cuda.current_stream for every device, so plain
 # DataParallel (no torchada) cannot run on another backend there; through torchada it does
-# (tests/e2e_programs/data_parallel_cuda.py).
+# (tests/e2e/e2e_programs/data_parallel_cuda.py).
 _GENERIC_PARALLEL_APPLY = "torch.cuda.current_stream" not in inspect.getsource(
     torch.nn.parallel.parallel_apply
 )

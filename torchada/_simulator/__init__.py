@@ -28,7 +28,7 @@ def omitted_path() -> str:
 
 
 def requested(environ: "dict | None" = None) -> bool:
-    from .._env import flag
+    from .._core.env import flag
 
     return flag(ENV_SWITCH, environ)
 

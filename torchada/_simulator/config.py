@@ -6,7 +6,7 @@ import os
 import warnings
 from dataclasses import dataclass
 
-from .._env import choice, whole_number
+from .._core.env import choice, whole_number
 from .boards import BOARDS, DEFAULT_BOARD
 
 

@@ -180,7 +180,7 @@ def check_compile_args(args: dict, name: str) -> None:
 
 def ensure_ninja() -> None:
     # The ninja wheel installs a binary torch cannot find unless its directory is on PATH.
-    from torchada._build import NativeBuildError, ensure_ninja_on_path
+    from torchada._native.build import NativeBuildError, ensure_ninja_on_path
 
     try:
         ensure_ninja_on_path()

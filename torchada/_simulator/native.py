@@ -6,7 +6,7 @@ import shlex
 from pathlib import Path
 from types import ModuleType
 
-from .._build import build_shared_libraries, csrc_dir, headers_digest, load_torch_extension
+from .._native.build import build_shared_libraries, csrc_dir, headers_digest, load_torch_extension
 
 EXTENSION_NAME = "torchada_musa_sim"
 STUB_LIBRARIES = ("libmusart", "libmusa", "libmccl", "libmublas", "libmurand")

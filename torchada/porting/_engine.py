@@ -52,6 +52,13 @@ logger = logging.getLogger("torchada.porting")
 
 #: Hand-written MUSA sources: never rewritten, whatever the caller asks.
 MUSA_SUFFIXES = (".mu", ".muh")
+#: Files whose text is ported; everything else is copied unchanged.
+SOURCE_SUFFIXES = frozenset(
+    {
+        ".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".c++", ".h", ".hh", ".hpp", ".hxx", ".h++",
+        ".inl", ".inc", ".ipp", ".tcc", ".tpp", ".cuinc",
+    }
+)  # fmt: skip
 
 
 # Token kinds, as ints for a cheap dispatch in the hot loop.

@@ -353,7 +353,7 @@ def _load(rules_dir: Path) -> RuleSet:
 def _library_header_rules(hasher: Any) -> List[Rule]:
     """Header rules for the libraries whose main header is named after them (``nccl.h`` ->
     ``mccl.h``), from the library table; they count in the digest like a rule file."""
-    from .._tables import load
+    from .._core.tables import load
 
     renames = load("libraries").header_renames()
     hasher.update(b"libraries.json\0" + json.dumps(renames).encode() + b"\0")

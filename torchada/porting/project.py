@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple, Union
 
-from ._engine import MUSA_SUFFIXES, _declares, get_translator
+from ._engine import MUSA_SUFFIXES, SOURCE_SUFFIXES, _declares, get_translator
 
 __all__ = ["ProjectRenames", "collect_project_names", "musa_spelling", "project_path"]
 
@@ -234,8 +234,6 @@ def collect_project_names(
 
 
 def _walk(root: Path) -> List[str]:
-    from .tree import SOURCE_SUFFIXES  # tree imports this module
-
     suffixes = SOURCE_SUFFIXES | frozenset(MUSA_SUFFIXES)
     out = []
     for path in sorted(root.rglob("*")):

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Set, Tuple, Union
 
-from ._engine import MUSA_SUFFIXES, Translator, get_translator
+from ._engine import MUSA_SUFFIXES, SOURCE_SUFFIXES, Translator, get_translator
 from .project import ProjectRenames, collect_project_names
 from .report import (
     STATUS_BINARY,
@@ -50,13 +50,6 @@ logger = logging.getLogger("torchada.porting")
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-#: Files whose text is ported; everything else is copied unchanged.
-SOURCE_SUFFIXES = frozenset(
-    {
-        ".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".c++", ".h", ".hh", ".hpp", ".hxx", ".h++",
-        ".inl", ".inc", ".ipp", ".tcc", ".tpp", ".cuinc",
-    }
-)  # fmt: skip
 # What the project renaming reads: the ported sources and the hand-written MUSA ones.
 _PROJECT_SUFFIXES = SOURCE_SUFFIXES | frozenset(MUSA_SUFFIXES)
 #: With ``rename_cu``: the MUSA build compiles only .mu with its device compiler.

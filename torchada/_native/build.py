@@ -1,0 +1,434 @@
+"""Native builds: cached by a key of the sources and toolchain, built once under a file lock.
+
+Two kinds of artefact go through here, both driven by ninja:
+- torch C++ extensions (through ``torch.utils.cpp_extension.load``, which writes a ninja file);
+- plain C shared libraries (our own ``build.ninja``), e.g. the simulator's ``libmusart.so``.
+
+The lock is ``fcntl.flock`` on a file beside the build directory: the kernel drops it when the
+holder dies, so a build killed half-way never makes a later import wait forever (torch's own lock
+file does).
+
+Extensions with MUSA kernel sources (``.mu``) are compiled by torch_musa's own loader
+(``torch_musa.utils.musa_extension``), which drives mcc; callers decide whether mcc exists.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import importlib.machinery
+import importlib.util
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, ContextManager, Dict, Iterator, Optional, Sequence
+
+from .._core.cache import cache_root
+
+logger = logging.getLogger("torchada")
+
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class NativeBuildError(RuntimeError):
+    """A native build failed; the message carries the compiler output."""
+
+
+# A compiler's or linker's diagnostic: "file:line:col: error: ...", "fatal error: ...",
+# "undefined reference to ...".
+_ERROR_LINE = re.compile(r"(\berror\b:|fatal error|undefined reference|undefined symbol)", re.I)
+
+
+def describe_failure(err: BaseException, limit: int = 3) -> str:
+    """One line that says why ``err`` happened, for a warning: the first ``limit`` error lines of
+    a failed build's compiler output, else the first non-empty line of the message, else the
+    exception's type.
+
+    Example::
+
+        >>> describe_failure(NativeBuildError("building x failed:\nx.cpp:3:1: error: boom"))
+        'x.cpp:3:1: error: boom'
+        >>> describe_failure(OSError("no space left"))
+        'OSError: no space left'
+    """
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    errors = [line for line in lines if _ERROR_LINE.search(line) and not line.startswith("FAILED")]
+    if isinstance(err, NativeBuildError) and errors:
+        more = f" (+{len(errors) - limit} more)" if len(errors) > limit else ""
+        return "; ".join(errors[:limit]) + more
+    return f"{type(err).__name__}: {lines[0]}" if lines else type(err).__name__
+
+
+def csrc_dir() -> Path:
+    """Where the native sources live: ``torchada/_csrc`` in a wheel, ``csrc/`` in a checkout."""
+    packaged = Path(__file__).resolve().parents[1] / "_csrc"
+    return packaged if packaged.is_dir() else _REPO_ROOT / "csrc"
+
+
+VERBOSE_ENV = "TORCHADA_VERBOSE_BUILD"
+
+
+def verbose_builds(*also: str) -> bool:
+    """``TORCHADA_VERBOSE_BUILD=1`` (or any of the variables in ``also``) shows the build."""
+    return any(os.environ.get(name, "") not in ("", "0") for name in (VERBOSE_ENV, *also))
+
+
+@dataclass(frozen=True)
+class BuildRecord:
+    """What the last :func:`load_torch_extension` call of a name found or did."""
+
+    name: str
+    path: Path  # the loaded shared object
+    built: bool  # False: taken from the cache
+    seconds: float  # build time, or lookup and load time when cached
+
+
+_records: Dict[str, BuildRecord] = {}
+
+
+def last_build(name: str) -> Optional[BuildRecord]:
+    return _records.get(name)
+
+
+def headers_digest(directory: Path) -> str:
+    """A digest of the headers in ``directory``: the build key covers compiled sources only."""
+    h = hashlib.sha256()
+    for header in sorted(directory.glob("*.h")):
+        h.update(header.name.encode() + b"\0" + header.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def build_key(sources: Sequence[Path], *extra: str) -> str:
+    h = hashlib.sha256()
+    for src in sources:
+        h.update(src.name.encode())
+        h.update(src.read_bytes())
+    for item in extra:
+        h.update(b"\0" + item.encode())
+    h.update(sys.version.encode())
+    return h.hexdigest()[:16]
+
+
+def _fingerprint(path: Path) -> str:
+    st = path.stat()
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return f"{path.name} {st.st_size} {st.st_mtime_ns} {digest}"
+
+
+def _seal(done: Path, artefacts: Sequence[Path]) -> None:
+    """Record what a completed build produced (name, size, mtime, sha256), written atomically."""
+    tmp = done.with_name(done.name + ".tmp")
+    tmp.write_text("".join(_fingerprint(a) + "\n" for a in artefacts))
+    tmp.replace(done)
+
+
+def _intact(done: Path, artefacts: Sequence[Path]) -> bool:
+    """Whether a cached build is what was recorded when it completed. Size and mtime are compared
+    at every load (a stat each); the sha256 only when they differ. A marker without records (an
+    older torchada's) or a damaged file means: build again, never load it."""
+    try:
+        lines = done.read_text().splitlines()
+    except OSError:
+        return False
+    recorded = {}
+    for line in lines:
+        parts = line.split(" ")
+        if len(parts) == 4:
+            recorded[parts[0]] = parts[1:]
+    for artefact in artefacts:
+        entry = recorded.get(artefact.name)
+        try:
+            st = artefact.stat()
+        except OSError:
+            return False
+        if entry is None or int(entry[0]) != st.st_size:
+            break
+        if int(entry[1]) != st.st_mtime_ns:
+            if hashlib.sha256(artefact.read_bytes()).hexdigest() != entry[2]:
+                break
+    else:
+        return True
+    logger.warning(
+        "torchada: the cached build in %s is damaged or incomplete; building it again", done.parent
+    )
+    return False
+
+
+WAIT_REPORT_SECONDS = 30.0  # a waiting builder says so at once, then this often
+
+
+@contextlib.contextmanager
+def _locked(path: Path, what: str = "") -> Iterator[None]:
+    """Hold the build lock ``path``. A process that has to wait says so on stderr at once, naming
+    the process that builds, and again every :data:`WAIT_REPORT_SECONDS` (a cold build takes
+    minutes: silence looks like a hang)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path, "a+")
+    except OSError as err:
+        raise NativeBuildError(
+            f"cannot build in the cache directory {cache_root()} ({err}); set TORCHADA_CACHE_DIR "
+            "to a writable directory"
+        ) from err
+    with fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _wait_for_lock(fh, path, what)
+        try:
+            fh.seek(0)
+            fh.truncate()
+            fh.write(f"{os.getpid()}\n")  # who builds, for those who wait
+            fh.flush()
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _wait_for_lock(fh: Any, path: Path, what: str) -> None:
+    start = time.perf_counter()
+    while True:
+        fh.seek(0)
+        holder = fh.read().strip() or "another process"
+        waited = time.perf_counter() - start
+        print(
+            f"torchada: waiting for process {holder} to finish building {what or path.stem} "
+            f"({waited:.0f} s so far; lock {path})",
+            file=sys.stderr,
+        )
+        deadline = time.perf_counter() + WAIT_REPORT_SECONDS
+        while time.perf_counter() < deadline:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                time.sleep(0.1)
+
+
+def _private_dir(build_dir: Path) -> Path:
+    """A fresh directory beside ``build_dir`` for this process's build, renamed into place when it
+    completes: compilers orphaned by a killed builder keep writing into its directory, never into
+    the next builder's. Directories of builders that are gone are removed (we hold the lock)."""
+    for stale in build_dir.parent.glob(f"{build_dir.name}.building-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    private = build_dir.parent / f"{build_dir.name}.building-{os.getpid()}"
+    private.mkdir(parents=True)
+    return private
+
+
+def _move_into_place(private: Path, build_dir: Path) -> None:
+    if build_dir.exists():
+        shutil.rmtree(build_dir)
+    private.rename(build_dir)
+
+
+def ensure_ninja_on_path() -> str:
+    """Return the path of a ``ninja`` binary, putting the PyPI ``ninja`` wheel's on ``PATH`` first
+    when none is there (torch's extension builder finds ninja through ``PATH`` only).
+
+    Raises:
+        NativeBuildError: neither a ``ninja`` on ``PATH`` nor the ``ninja`` package is installed.
+
+    Example::
+
+        >>> from torchada._native.build import ensure_ninja_on_path
+        >>> ensure_ninja_on_path().endswith("ninja")
+        True
+    """
+    found = shutil.which("ninja")
+    if found:
+        return found
+    try:
+        import ninja  # the PyPI wheel ships the binary
+
+        os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
+        return os.path.join(ninja.BIN_DIR, "ninja")
+    except ImportError as err:
+        raise NativeBuildError(
+            "ninja is needed to build torchada's native code: `pip install ninja`"
+        ) from err
+
+
+def _announce(what: str) -> float:
+    # A cold build takes tens of seconds; say so once instead of looking hung.
+    print(f"torchada: building {what} (first use, cached afterwards)...", file=sys.stderr)
+    return time.perf_counter()
+
+
+def _load_extension_file(name: str, path: Path) -> ModuleType:
+    if name in sys.modules:
+        return sys.modules[name]
+    loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+    spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    sys.modules[name] = module
+    return module
+
+
+def torch_cpp_extension() -> ModuleType:
+    """torch's own ``torch.utils.cpp_extension``, also while torchada's proxy stands in for it.
+
+    torchada's builds reference CUDA names on purpose; the proxy's porting front end must not
+    rewrite them.
+    """
+    module = importlib.import_module("torch.utils.cpp_extension")
+    return vars(module).get("__torchada_original__") or module
+
+
+def _is_musa_source(path: Path) -> bool:
+    return path.suffix in (".mu", ".muh")
+
+
+@contextlib.contextmanager
+def temporary_env(name: str, value: Optional[str]) -> Iterator[None]:
+    """Set ``name`` to ``value`` for the duration (None: leave it alone), then restore it."""
+    if value is None:
+        yield
+        return
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
+
+
+def _musa_arch_list(arch: Optional[str]) -> ContextManager[None]:
+    # torch_musa's loader reads the target from TORCH_MUSA_ARCH_LIST ("22" for mp_22).
+    return temporary_env("TORCH_MUSA_ARCH_LIST", None if arch is None else arch.split("_", 1)[-1])
+
+
+def load_torch_extension(
+    name: str,
+    sources: Sequence[Path],
+    extra_cflags: Sequence[str] = (),
+    *,
+    key_extra: Sequence[str] = (),
+    extra_include_paths: Sequence[Path] = (),
+    verbose: Optional[bool] = None,
+    musa_arch: Optional[str] = None,
+) -> ModuleType:
+    """Build (once) and import a torch C++ extension from ``sources``.
+
+    The cache key covers the sources, the flags, torch's version and ``key_extra`` (what else the
+    result depends on: headers, torch_musa's version, the MUSA target). ``.mu`` sources go
+    through torch_musa's loader with ``musa_arch`` (``mp_22``) as the target.
+    """
+    import torch
+
+    sources = [Path(s) for s in sources]
+    with_musa = any(_is_musa_source(s) for s in sources)
+    include_paths = [str(p) for p in extra_include_paths]
+    # Only what is given joins the key: callers without extras keep the keys they always had.
+    extras = [*extra_cflags, *include_paths, *key_extra, *([musa_arch] if musa_arch else [])]
+    # csrc/torch_features.h, which every native source may include, is part of every key.
+    extras.append(f"csrc {headers_digest(csrc_dir())}")
+    key = build_key(sources, torch.__version__, *extras)
+    build_dir = cache_root() / name / key
+    artefact = build_dir / f"{name}.so"
+    # The marker, not the .so, says "done": a link killed half-way can leave a truncated .so.
+    done = build_dir / ".complete"
+    start = time.perf_counter()
+    if done.exists() and _intact(done, [artefact]):
+        module = _load_extension_file(name, artefact)
+        _records[name] = BuildRecord(name, artefact, False, time.perf_counter() - start)
+        return module
+    with _locked(build_dir.with_suffix(".lock"), f"native library '{name}'"):
+        if done.exists() and _intact(done, [artefact]):  # built by another process meanwhile
+            module = _load_extension_file(name, artefact)
+            _records[name] = BuildRecord(name, artefact, False, time.perf_counter() - start)
+            return module
+        private = _private_dir(build_dir)
+        ensure_ninja_on_path()
+        if with_musa:
+            from torch_musa.utils import musa_extension as loader
+
+            musa_flags = {"extra_musa_cflags": ["-O2"]}
+        else:
+            loader = torch_cpp_extension()
+            musa_flags = {}
+        start = _announce(f"native library '{name}'")
+        try:
+            with _musa_arch_list(musa_arch if with_musa else None):
+                module = loader.load(
+                    name=name,
+                    sources=[str(s) for s in sources],
+                    extra_cflags=["-O2", *extra_cflags],
+                    extra_include_paths=include_paths or None,
+                    build_directory=str(private),
+                    verbose=verbose_builds() if verbose is None else verbose,
+                    **musa_flags,
+                )
+        except Exception as err:  # torch raises RuntimeError carrying the compiler output
+            shutil.rmtree(private, ignore_errors=True)
+            raise NativeBuildError(f"building {name} failed:\n{err}") from err
+        _seal(private / done.name, [private / artefact.name])
+        _move_into_place(private, build_dir)  # the loaded library stays mapped across the rename
+        # torch's loader imports without registering; a cached load registers (so the process
+        # that built it must too, or sys.modules lookups differ on first use only).
+        sys.modules.setdefault(name, module)
+        seconds = time.perf_counter() - start
+        _records[name] = BuildRecord(name, artefact, True, seconds)
+        logger.info("built %s in %.1f s at %s", name, seconds, build_dir)
+        return module
+
+
+def build_shared_libraries(
+    name: str,
+    sources: Sequence[Path],
+    cflags: Sequence[str] = ("-O2",),
+    depends: Sequence[Path] = (),
+) -> dict[str, Path]:
+    """Build one plain C shared library per source (``foo.c`` -> ``foo.so``) with ninja.
+
+    Returns ``{stem: path}``. Cached by a key of the sources and ``depends`` (headers), built once
+    under the lock.
+    """
+    sources = [Path(s) for s in sources]
+    cc = os.environ.get("CC", "cc")
+    key = build_key([*sources, *map(Path, depends)], cc, *cflags)
+    build_dir = cache_root() / name / key
+    outputs = {s.stem: build_dir / f"{s.stem}.so" for s in sources}
+    done = build_dir / ".complete"
+    if done.exists() and _intact(done, list(outputs.values())):
+        return outputs
+    with _locked(build_dir.with_suffix(".lock"), f"'{name}'"):
+        if done.exists() and _intact(done, list(outputs.values())):
+            return outputs
+        private = _private_dir(build_dir)
+        ninja = ensure_ninja_on_path()
+        lines = [
+            f"cflags = {' '.join(cflags)}",
+            "rule cc_shared",
+            f"  command = {cc} $cflags -shared -fPIC $in -o $out",
+            "  description = CC $out",
+            "",
+        ]
+        lines += [f"build {outputs[s.stem].name}: cc_shared {s}" for s in sources]
+        (private / "build.ninja").write_text("\n".join(lines) + "\n")
+        start = _announce(f"'{name}'") if len(sources) > 4 else time.perf_counter()
+        proc = subprocess.run(
+            [ninja, "-C", str(private)], capture_output=True, text=True, check=False
+        )
+        if proc.returncode != 0:
+            shutil.rmtree(private, ignore_errors=True)
+            raise NativeBuildError(f"building {name} failed:\n{proc.stdout}\n{proc.stderr}")
+        if verbose_builds():
+            print(proc.stdout, file=sys.stderr)
+        _seal(private / done.name, [private / o.name for o in outputs.values()])
+        _move_into_place(private, build_dir)
+        logger.info("built %s in %.2f s at %s", name, time.perf_counter() - start, build_dir)
+    return outputs

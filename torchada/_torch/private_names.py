@@ -1,0 +1,86 @@
+"""Private torch names (bindings, module variables, functions) that real libraries and torch's own
+code read, answered for MUSA.
+
+- ``torch._C``'s private CUDA bindings (``_cuda_setStream``, ``_cuda_getCurrentRawStream``,
+  ``_broadcast``, ...), one row each in tables/torch_c.json: torch_musa's binding, a fill, or
+  unsupported with a reason. They are set on ``torch._C`` on every torch build (a CUDA build of
+  torch has its own, which would reach for a CUDA device) and undone with torchada;
+- ``torch._inductor.autotune_process.CUDA_VISIBLE_DEVICES``: the variable Inductor sets to pin
+  each autotuning subprocess to one device, which on MUSA is ``MUSA_VISIBLE_DEVICES``;
+- ``torch.nn.attention.flex_attention._validate_device``: FlexAttention accepts musa tensors.
+
+``torch.cuda._is_compiled`` and ``torch.cuda._device_count_nvml`` are rows of the torch.cuda
+table (tables/torch_cuda.json).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from .._core.after_import import on_import
+
+if TYPE_CHECKING:
+    from .._core.patcher import Patcher
+
+logger = logging.getLogger("torchada")
+
+_state: dict = {"patcher": None}
+
+
+def _patch_autotune(module: Any) -> None:
+    _state["patcher"].set_attr(module, "CUDA_VISIBLE_DEVICES", "MUSA_VISIBLE_DEVICES")
+
+
+def _patch_flex_attention(module: Any) -> None:
+    validate = module._validate_device
+
+    def _validate_device(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> None:
+        # MUSA runs FlexAttention through the same compiled path as CUDA; torch checks the
+        # device against a list of backends that predates PrivateUse1 support.
+        if query.device.type == "musa":
+            return None
+        return validate(query, key, value)
+
+    _state["patcher"].set_attr(module, "_validate_device", _validate_device)
+
+
+def install_c_bindings(patcher: Any) -> None:
+    """Sets each row of tables/torch_c.json on ``torch._C``."""
+    from .._core import tables as _tables
+    from .._cuda.redirect import Redirector
+
+    table = _tables.load("torch_c").modules
+    # No original module: every row applies, whatever this build of torch binds itself.
+    resolver = Redirector({"torch._C": None}, table=table, notes=False)
+    musac = sys.modules.get("torch_musa._MUSAC")
+    if musac is not None:
+        # torch_musa's patch of torch/nn/parallel/comm.py calls the out= forms on _MUSAC, which
+        # torch_musa does not define: torch.cuda.comm's out= arguments reach torchada's fills.
+        for name in ("_broadcast_out", "_scatter_out", "_gather_out"):
+            if not hasattr(musac, name):
+                patcher.set_attr(musac, name, resolver.resolve("torch._C", name))
+    for name, row in table["torch._C"].names.items():
+        if row.absent:
+            # torch tests for it with hasattr(): absent, as in torch built without CUDA (a CUDA
+            # build's own binding would reach for a CUDA device).
+            patcher.del_attr(torch._C, name)
+            continue
+        try:
+            value = resolver.resolve("torch._C", name)
+        except (AttributeError, ImportError) as err:
+            # A torch_musa release without the binding a row names: that row alone stays out.
+            logger.warning("torchada: torch._C.%s is left out: %s", name, err)
+            continue
+        patcher.set_attr(torch._C, name, value)
+
+
+def install(patcher: Patcher) -> None:
+    _state["patcher"] = patcher
+    patcher.on_undo(lambda: _state.update(patcher=None))
+    install_c_bindings(patcher)
+    on_import("torch._inductor.autotune_process", _patch_autotune, _state)
+    on_import("torch.nn.attention.flex_attention", _patch_flex_attention, _state)
