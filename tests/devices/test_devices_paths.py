@@ -176,7 +176,7 @@ def test_native_kernels_per_operator_then_the_fallback_at_device_init(py):
         "fallback_after_init": True,
         "initialized": True,
     }
-    from torchada._cache import cache_root
+    from torchada._core.cache import cache_root
 
     assert list((cache_root() / "derived").glob("device-argument-ops-*.pickle"))
 
