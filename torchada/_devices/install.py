@@ -469,7 +469,7 @@ def _device_argument_ops(native: Any) -> List[str]:
 def _add_fallback(native: Any) -> None:
     if not native.register_device_fallback():
         log_once(
-            "devices:fallback",
+            "fallback:taken",
             "torchada: another library holds the CUDA fallback; operators registered after "
             "torchada was enabled may not run on 'cuda' devices (use 'musa' for them)",
         )
@@ -482,7 +482,7 @@ def install(patcher: Patcher) -> None:
     native = library = _native.load()
     if native is not None:
         why = _native_blocker(native)
-        if not why:
+        if not why and not native.device_translation_registered():  # once per process
             try:
                 native.register_device_translation(_device_argument_ops(native))
             except RuntimeError as err:  # the slots were taken between the check and now
