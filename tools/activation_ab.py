@@ -5,9 +5,9 @@ processes, so that both see the same machine load.
 
 Each process imports torch and torch_musa (the simulator), then times ``import torchada`` in CPU
 time (on a busy machine wall time also counts other processes' turns); the two checkouts take
-turns, each on ``PYTHONPATH``, with bytecode caches warm (as users run: the variable that stops
-Python writing them is removed). Prints the medians of each side and the median of the pairwise
-differences (other minus this), in CPU ms.
+turns, each on ``PYTHONPATH``, in the benchmarks' environment (``bench/conftest.py``'s
+``child_env``: none of this process's switches, bytecode caches warm, as users run). Prints the
+medians of each side and the median of the pairwise differences (other minus this), in CPU ms.
 
 Example (the previous revision against this checkout)::
 
@@ -18,7 +18,6 @@ Example (the previous revision against this checkout)::
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
@@ -26,6 +25,11 @@ from pathlib import Path
 from typing import List, Tuple
 
 HERE = Path(__file__).resolve().parent.parent
+
+# The benchmarks' environment for measured children: no switch of this process leaks in, and
+# bytecode is cached.
+sys.path.insert(0, str(HERE / "bench"))
+from conftest import child_env  # noqa: E402
 
 TIMED = """
 import time, torch, torch_musa
@@ -37,8 +41,7 @@ print((time.process_time() - t) * 1e3)
 
 def activation_ms(checkout: Path) -> float:
     """``import torchada``'s CPU ms in a fresh process running ``checkout``."""
-    env = dict(os.environ, PYTHONPATH=str(checkout), TORCHADA_SIMULATE="1")
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env = child_env({"PYTHONPATH": str(checkout), "TORCHADA_SIMULATE": "1"})
     out = subprocess.run(
         [sys.executable, "-c", TIMED],
         cwd=checkout,
