@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -49,33 +50,64 @@ def _patch_flex_attention(module: Any) -> None:
 
 
 def install_c_bindings(patcher: Any) -> None:
-    """Sets each row of tables/torch_c.json on ``torch._C``."""
+    """Serves each row of tables/torch_c.json on ``torch._C``: resolved at its first read (by a
+    module ``__getattr__``, so rows a program never reads cost nothing), then set on the module,
+    so later reads are plain attribute reads."""
     from .._core import tables as _tables
     from .._cuda.redirect import Redirector
 
     table = _tables.load("torch_c").modules
     # No original module: every row applies, whatever this build of torch binds itself.
     resolver = Redirector({"torch._C": None}, table=table, notes=False)
+    pending = set()
+    for name, row in table["torch._C"].names.items():
+        # A CUDA build's own binding would reach for a CUDA device: out of the way, either for
+        # the row's value or, for a row marked absent, for good (torch tests for it with
+        # hasattr(), as in torch built without CUDA).
+        patcher.del_attr(torch._C, name)
+        if not row.absent:
+            pending.add(name)
+    _serve_lazily(patcher, torch._C, pending, lambda name: resolver.resolve("torch._C", name))
     musac = sys.modules.get("torch_musa._MUSAC")
     if musac is not None:
         # torch_musa's patch of torch/nn/parallel/comm.py calls the out= forms on _MUSAC, which
         # torch_musa does not define: torch.cuda.comm's out= arguments reach torchada's fills.
-        for name in ("_broadcast_out", "_scatter_out", "_gather_out"):
-            if not hasattr(musac, name):
-                patcher.set_attr(musac, name, resolver.resolve("torch._C", name))
-    for name, row in table["torch._C"].names.items():
-        if row.absent:
-            # torch tests for it with hasattr(): absent, as in torch built without CUDA (a CUDA
-            # build's own binding would reach for a CUDA device).
-            patcher.del_attr(torch._C, name)
-            continue
-        try:
-            value = resolver.resolve("torch._C", name)
-        except (AttributeError, ImportError) as err:
-            # A torch_musa release without the binding a row names: that row alone stays out.
-            logger.warning("torchada: torch._C.%s is left out: %s", name, err)
-            continue
-        patcher.set_attr(torch._C, name, value)
+        outs = {
+            n for n in ("_broadcast_out", "_scatter_out", "_gather_out") if not hasattr(musac, n)
+        }
+        _serve_lazily(patcher, musac, outs, lambda name: resolver.resolve("torch._C", name))
+
+
+def _serve_lazily(patcher: Any, module: Any, names: set, resolve: Any) -> None:
+    """``module.<name>`` for each of ``names`` is ``resolve(name)``, computed at its first read
+    and then set on ``module`` through ``patcher`` (undone with torchada, as the module's
+    ``__getattr__`` and ``__dir__`` are)."""
+    if not names:
+        return
+    lock = threading.Lock()
+    label = module.__name__
+
+    def __getattr__(name: str) -> Any:
+        with lock:
+            if name not in names:
+                raise AttributeError(f"module {label!r} has no attribute {name!r}")
+            try:
+                value = resolve(name)
+            except (AttributeError, ImportError) as err:
+                # A torch_musa release without the binding a row names: that row alone stays
+                # out, as if the name did not exist.
+                names.discard(name)
+                logger.warning("torchada: %s.%s is left out: %s", label, name, err)
+                raise AttributeError(f"module {label!r} has no attribute {name!r}") from None
+            names.discard(name)
+            patcher.set_attr(module, name, value)
+            return value
+
+    def __dir__() -> list:
+        return sorted(set(vars(module)) | names)
+
+    patcher.set_attr(module, "__getattr__", __getattr__)
+    patcher.set_attr(module, "__dir__", __dir__)
 
 
 def install(patcher: Patcher) -> None:
