@@ -76,12 +76,18 @@ def _loaded_library_dir(stem: str) -> Optional[str]:
     """The directory of a loaded shared library whose file name starts with ``stem``."""
     try:
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-            for line in maps:
-                path = line.rstrip("\n").partition("/")[2]
-                if path and os.path.basename(path).startswith(stem):
-                    return os.path.dirname("/" + path)
+            text = maps.read()
     except OSError:  # not Linux: the loader's own map is not readable this way
-        pass
+        return None
+    # A search for the name, not a loop over the lines: a torch process maps hundreds of files.
+    found = text.find("/" + stem)
+    while found >= 0:
+        start = text.rfind("\n", 0, found) + 1
+        end = text.find("\n", found)
+        path = "/" + text[start : end if end >= 0 else len(text)].partition("/")[2]
+        if os.path.basename(path).startswith(stem):
+            return os.path.dirname(path)
+        found = text.find("/" + stem, found + 1)
     return None
 
 

@@ -70,13 +70,13 @@ def build(cuda_name: str = "libcudart") -> Path:
     """
     from .._core import tables as _tables
     from .._core.cache import derived
-    from .._native.build import build_shared_libraries, cache_root, csrc_dir
+    from .._native.build import build_shared_libraries, cache_root, csrc_dir, files_ending
 
     # Generating the source reads the porter's rules (tens of ms, and the porter's package):
     # done once per edit of them. The porter's files are named by path so as not to import it.
     porting = Path(__file__).resolve().parents[1] / "porting"
     inputs = [Path(__file__), Path(_ctypes.__file__), porting / "_ruleset.py"]
-    inputs += [_tables.TABLES_DIR / "libraries.json", *sorted((porting / "rules").glob("*.json"))]
+    inputs += [_tables.TABLES_DIR / "libraries.json", *files_ending(porting / "rules", ".json")]
     source = derived(f"cuda-shim-{cuda_name}", inputs, lambda: _source(cuda_name))
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     generated = cache_root() / "cuda_shims_src" / digest / f"{cuda_name}.c"

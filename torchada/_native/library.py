@@ -50,11 +50,15 @@ def source_dir() -> Path:
 
 
 def sources() -> List[Path]:
-    return sorted(source_dir().glob("*.cpp"))
+    from .build import files_ending
+
+    return files_ending(source_dir(), ".cpp")
 
 
 def musa_sources() -> List[Path]:
-    return sorted(source_dir().glob("*.mu"))
+    from .build import files_ending
+
+    return files_ending(source_dir(), ".mu")
 
 
 def find_mcc() -> Optional[str]:
