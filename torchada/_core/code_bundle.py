@@ -14,6 +14,7 @@ would find it in, its parent package's ``__path__``; its ``__file__``, ``__spec_
 
 from __future__ import annotations
 
+import _imp
 import contextlib
 import hashlib
 import importlib.machinery
@@ -45,7 +46,10 @@ class _BundledLoader(importlib.machinery.SourceFileLoader):
     def get_code(self, fullname: str) -> CodeType:  # type: ignore[override]
         code, self._bundled = self._bundled, None
         if code is not None and fullname == self.name:
-            return marshal.loads(code)
+            bundled = marshal.loads(code)
+            # As importlib does for bytecode: the code names the file it is loaded from.
+            _imp._fix_co_filename(bundled, self.path)
+            return bundled
         return super().get_code(fullname)
 
 
