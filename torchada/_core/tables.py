@@ -1,8 +1,9 @@
 """One loader and one schema for torchada's data tables (``torchada/tables/*.json``).
 
-Every table has a declared schema: its rows are frozen dataclasses whose fields say each JSON
-field's type and, for enumerations, the values it may take. :func:`load` reads a table once
-(cached), checks every entry against the schema and returns the typed rows. A table that does not
+Every table has a declared schema: its rows are frozen records (:mod:`torchada._core.records`:
+dataclasses made without generating code) whose fields say each JSON field's type and, for
+enumerations, the values it may take. :func:`load` reads a table once (cached), checks every
+entry against the schema and returns the typed rows. A table that does not
 follow its schema raises :class:`TableError` naming the table, the entry and the field, when the
 table is loaded: a misspelled kind fails as torchada reads the table, not when a program first
 reaches that entry.
@@ -13,15 +14,16 @@ Rows also read like the JSON objects they came from (``row["kind"]``, ``row.get(
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import logging
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Type, TypeVar, Union
+
+from . import records
+from .records import field, record
 
 logger = logging.getLogger("torchada")
 
@@ -56,7 +58,7 @@ class _Absent:
 ABSENT: Any = _Absent()
 
 
-@dataclass(frozen=True)
+@record
 class _At:
     """Where a value sits: its table, the entry (a path such as ``modules["torch.cuda"]``) and
     the field inside that entry (``names["CUDAGraph"]`` until it becomes an entry itself)."""
@@ -70,13 +72,13 @@ class _At:
         return TableError(self.table, self.entry, self.field, problem, self.source)
 
     def key(self, key: str) -> "_At":
-        return dataclasses.replace(self, field=f"{self.field}[{json.dumps(key)}]")
+        return records.replace(self, field=f"{self.field}[{json.dumps(key)}]")
 
     def index(self, i: int) -> "_At":
-        return dataclasses.replace(self, field=f"{self.field}[{i}]")
+        return records.replace(self, field=f"{self.field}[{i}]")
 
     def child(self, name: str) -> "_At":
-        return dataclasses.replace(self, field=name)
+        return records.replace(self, field=name)
 
     def as_entry(self) -> "_At":
         if not self.field:
@@ -166,7 +168,7 @@ def _mapping_of(parse: Parser, *, as_dict: bool = False) -> Parser:
 
 
 # ------------------------------------------------------------------ rows
-def column(parse: Parser, default: Any = dataclasses.MISSING, key: str = "") -> Any:
+def column(parse: Parser, default: Any = records.MISSING, key: str = "") -> Any:
     """A row field read from JSON field ``key`` (default: the field's name) by ``parse``; without
     a default the JSON must have it."""
     metadata = {"parse": parse, "key": key}
@@ -207,7 +209,7 @@ class Row:
 
 @functools.lru_cache(maxsize=None)
 def _field_names(cls: type) -> Tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))
+    return tuple(f.name for f in records.fields(cls))
 
 
 R = TypeVar("R", bound=Row)
@@ -218,10 +220,10 @@ def _row(cls: Type[R]) -> Parser:
         label = cls._label(raw) if isinstance(raw, dict) else ""
         at = at.as_entry()
         if label:
-            at = dataclasses.replace(at, entry=f"{at.entry} ({label})")
+            at = records.replace(at, entry=f"{at.entry} ({label})")
         if not isinstance(raw, dict):
             raise at.error(f"must be an object, not {json.dumps(raw)}")
-        fields = dataclasses.fields(cls)
+        fields = records.fields(cls)
         keys = {f.metadata.get("key") or f.name: f for f in fields}
         for key in raw:
             if key not in keys:
@@ -231,7 +233,7 @@ def _row(cls: Type[R]) -> Parser:
         for key, f in keys.items():
             if key in raw:
                 values[f.name] = f.metadata["parse"](raw[key], at.child(key))
-            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            elif f.default is records.MISSING and f.default_factory is records.MISSING:
                 raise at.child(key).error("is missing")
         return cls(**values)._check(at)
 
@@ -240,13 +242,13 @@ def _row(cls: Type[R]) -> Parser:
 
 def _only_with(row: Row, at: _At, allowed: Tuple[str, ...], why: str) -> None:
     """Fields outside ``allowed`` must be left out (``why`` names the reason)."""
-    for f in dataclasses.fields(row):
+    for f in records.fields(row):
         if f.name not in allowed and getattr(row, f.name) != _default_of(f):
             raise at.child(f.metadata.get("key") or f.name).error(f"is not used {why}")
 
 
-def _default_of(f: "dataclasses.Field[Any]") -> Any:
-    if f.default_factory is not dataclasses.MISSING:
+def _default_of(f: records.Field) -> Any:
+    if f.default_factory is not records.MISSING:
         return f.default_factory()
     return f.default
 
@@ -271,7 +273,7 @@ _KIND_FIELDS: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = {
 _IMPORT_REF = re.compile(r"[A-Za-z_][\w.]*(?::[A-Za-z_]\w*)?\Z")
 
 
-@dataclass(frozen=True)
+@record
 class NameRule(Row):
     """What one name of a proxied module becomes (torch_cuda.json and the other module tables)."""
 
@@ -306,7 +308,7 @@ class NameRule(Row):
         return self
 
 
-@dataclass(frozen=True)
+@record
 class ModuleSpec(Row):
     """One proxied module: what it stands for and what its names become.
 
@@ -333,7 +335,7 @@ class ModuleSpec(Row):
         return self
 
 
-@dataclass(frozen=True)
+@record
 class ModuleTable(Row):
     """A module table: the modules torchada stands in for, by name."""
 
@@ -356,15 +358,15 @@ class ModuleTable(Row):
                     if attr in names:
                         raise where.index(i).error(f"{attr!r} has a rule of its own in {name}")
                     names[attr] = source.names[attr]
-            resolved[name] = dataclasses.replace(spec, names=MappingProxyType(names))
-        return dataclasses.replace(self, modules=MappingProxyType(resolved))
+            resolved[name] = records.replace(spec, names=MappingProxyType(names))
+        return records.replace(self, modules=MappingProxyType(resolved))
 
 
 # ------------------------------------------------------------------ switches
 SWITCH_KINDS = ("flag", "choice", "int", "path", "list", "text")
 
 
-@dataclass(frozen=True)
+@record
 class Switch(Row):
     """An environment variable torchada reads (switches.json)."""
 
@@ -395,7 +397,7 @@ class Switch(Row):
         return self
 
 
-@dataclass(frozen=True)
+@record
 class SwitchTable(Row):
     doc: str = column(_STR, key="_doc")
     switches: Tuple[Switch, ...] = column(_list_of(_row(Switch)))
@@ -410,7 +412,7 @@ class SwitchTable(Row):
 
 
 # ------------------------------------------------------------------ device parameters
-@dataclass(frozen=True)
+@record
 class DeviceParamTable(Row):
     """Which parameters of torch.cuda's functions are devices: module -> name -> parameters.
 
@@ -424,7 +426,7 @@ class DeviceParamTable(Row):
 
 
 # ------------------------------------------------------------------ builds
-@dataclass(frozen=True)
+@record
 class NvccFlag(Row):
     """An nvcc option MUSA's compiler spells differently or does not need (cuda_build.json)."""
 
@@ -443,7 +445,7 @@ class NvccFlag(Row):
         return self
 
 
-@dataclass(frozen=True)
+@record
 class BuildTable(Row):
     """How a CUDA extension's build settings become a torch_musa extension's (cuda_build.json)."""
 
@@ -464,7 +466,7 @@ def _link_name(value: Any, at: _At) -> str:
     return value
 
 
-@dataclass(frozen=True)
+@record
 class Library(Row):
     """A CUDA library and its MUSA counterpart (libraries.json): the one source of library names
     for ctypes, the build-setting translation and the porter's header renames."""
@@ -510,7 +512,7 @@ class Library(Row):
         return re.escape(self.cuda_file) + r"(\.so(\.\d+)*)?"
 
 
-@dataclass(frozen=True)
+@record
 class LibraryTable(Row):
     doc: str = column(_STR, key="_doc")
     libraries: Tuple[Library, ...] = column(_list_of(_row(Library)))

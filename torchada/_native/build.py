@@ -26,12 +26,12 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any, ContextManager, Dict, Iterator, List, Optional, Sequence
 
 from .._core.cache import cache_root
+from .._core.records import record
 
 logger = logging.getLogger("torchada")
 
@@ -97,7 +97,7 @@ def verbose_builds(*also: str) -> bool:
     return any(os.environ.get(name, "") not in ("", "0") for name in (VERBOSE_ENV, *also))
 
 
-@dataclass(frozen=True)
+@record
 class BuildRecord:
     """What the last :func:`load_torch_extension` call of a name found or did."""
 

@@ -18,10 +18,11 @@ import re
 import shutil
 import sys
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Dict, List, Optional, Set
+
+from .._core.records import field, record
 
 logger = logging.getLogger("torchada")
 
@@ -112,7 +113,7 @@ def torch_musa_version() -> str:
     return f"torch_musa {getattr(musa, '__version__', '?')}" if musa else "no torch_musa"
 
 
-@dataclass(frozen=True)
+@record
 class Plan:
     """What a build of the native library compiles."""
 
