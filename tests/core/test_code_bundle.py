@@ -85,6 +85,22 @@ def test_a_changed_source_is_imported_again_and_the_bundle_rewritten(probe):
     assert _served(one) and one.VALUE == 10
 
 
+def test_entries_of_deleted_sources_are_dropped_at_the_next_write(probe):
+    _import_all()
+    (probe / "gone.py").write_text("X = 1\n")
+    package = sys.modules[PACKAGE]
+    with code_bundle.serving("probe", [package]):
+        importlib.import_module(f"{PACKAGE}.gone")
+    path = code_bundle.bundle_path("probe", [package])
+    assert f"{PACKAGE}.gone" in code_bundle._read(path)
+    (probe / "gone.py").unlink()
+    (probe / "one.py").write_text("VALUE = 2\n")  # a change, so that the bundle is written
+    _drop_submodules()
+    _import_all()
+    entries = code_bundle._read(path)
+    assert f"{PACKAGE}.gone" not in entries and f"{PACKAGE}.sub.two" in entries
+
+
 def test_served_only_from_where_the_parent_package_lives(probe, tmp_path):
     _import_all()
     # Another copy of the package earlier on the path: a normal import would find that one.

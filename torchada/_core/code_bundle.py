@@ -180,5 +180,7 @@ def _update(path: str, finder: _BundleFinder, roots: Tuple[str, ...], before: se
             entries[module.__name__] = entry
     if not entries:
         return
-    # Modules of the file not imported this time (a subsystem switched off) are kept.
-    _write(path, {**finder.entries, **finder.served, **entries})
+    # Modules of the file not imported this time (a subsystem switched off) are kept, while
+    # their source still exists.
+    kept = {name: e for name, e in finder.entries.items() if os.path.exists(e[0])}
+    _write(path, {**kept, **entries})
