@@ -124,16 +124,19 @@ def shared_modules_ms() -> float:
     return median_child_ms(SHARED_COST.format(names=sorted(names)), {"TORCHADA_DISABLE": "1"})
 
 
+def report_activation_ms(benchmark, what: str, measured: float, budget: float) -> None:
+    """Report an activation figure: ``measured`` plus the shared modules' import."""
+    shared = shared_modules_ms()
+    parts = f"{measured:.1f} ms measured + {shared:.1f} ms for the modules the simulator loaded"
+    benchmark.extra_info.update(measured_ms=measured, shared_modules_ms=shared)
+    report_added_ms(benchmark, f"{what} ({parts} for it)", measured + shared, budget)
+
+
 @pytest.mark.benchmark(group="start-up")
 def test_import_torchada_added_ms(benchmark):
     measured = median_child_ms(IMPORT_DELTA, SIM)
-    shared = shared_modules_ms()
-    what = (
-        f"import torchada after torch+torch_musa ({measured:.1f} ms measured + {shared:.1f} ms "
-        "for the modules the simulator loaded for it)"
-    )
-    benchmark.extra_info.update(measured_ms=measured, shared_modules_ms=shared)
-    report_added_ms(benchmark, what, measured + shared, ACTIVATION_BUDGET_MS)
+    what = "import torchada after torch+torch_musa"
+    report_activation_ms(benchmark, what, measured, ACTIVATION_BUDGET_MS)
 
 
 INHERITED_DELTA = """
@@ -159,13 +162,7 @@ def test_inherited_activation_added_ms(benchmark, tmp_path):
     install(tmp_path)
     env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), SITE, REPO])}
     measured = median_child_ms(INHERITED_DELTA, env)
-    shared = shared_modules_ms()
-    what = (
-        f"inherited TORCHADA_ACTIVE=1 in a child ({measured:.1f} ms measured + {shared:.1f} ms "
-        "for the modules the simulator loaded for it)"
-    )
-    benchmark.extra_info.update(measured_ms=measured, shared_modules_ms=shared)
-    report_added_ms(benchmark, what, measured + shared, 20)
+    report_activation_ms(benchmark, "inherited TORCHADA_ACTIVE=1 in a child", measured, 20)
 
 
 @pytest.mark.benchmark(group="start-up")

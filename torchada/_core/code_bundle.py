@@ -24,7 +24,7 @@ import marshal
 import os
 import sys
 from types import CodeType, ModuleType
-from typing import Any, Dict, Iterator, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, Optional, Sequence, Set, Tuple
 
 from .cache import cache_root
 
@@ -58,7 +58,7 @@ class _BundleFinder:
 
     def __init__(self, entries: Dict[str, Entry]) -> None:
         self.entries = entries
-        self.served: Dict[str, Entry] = {}
+        self.served: Set[str] = set()
 
     def find_spec(
         self, fullname: str, path: Optional[Sequence[str]] = None, target: Any = None
@@ -76,7 +76,7 @@ class _BundleFinder:
             return None
         if st.st_mtime_ns != mtime_ns or st.st_size != size:
             return None
-        self.served[fullname] = entry
+        self.served.add(fullname)
         return importlib.util.spec_from_file_location(
             fullname,
             file,
@@ -97,7 +97,8 @@ def bundle_path(name: str, packages: Sequence[ModuleType]) -> str:
 def _read(path: str) -> Dict[str, Entry]:
     try:
         with open(path, "rb") as f:
-            data = marshal.load(f)
+            # One read: marshal.load on a file reads it object by object, several times slower.
+            data = marshal.loads(f.read())
         if isinstance(data, tuple) and len(data) == 2 and data[0] == _FORMAT:
             return data[1]
     except FileNotFoundError:

@@ -84,7 +84,8 @@ def _serve_lazily(patcher: Any, module: Any, names: set, resolve: Any) -> None:
     ``__getattr__`` and ``__dir__`` are)."""
     if not names:
         return
-    lock = threading.Lock()
+    # Reentrant: resolving a row imports fill modules, which may read another row.
+    lock = threading.RLock()
     label = module.__name__
 
     def __getattr__(name: str) -> Any:
