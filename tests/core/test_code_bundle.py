@@ -116,11 +116,13 @@ def test_served_only_from_where_the_parent_package_lives(probe, tmp_path):
         package = importlib.import_module(PACKAGE)
         # The bundle of the first copy is keyed by its place, so look it up by that place.
         finder = code_bundle._BundleFinder(
-            code_bundle._read(code_bundle.bundle_path("probe", [_FakePackage(probe)]))
+            code_bundle._read(code_bundle.bundle_path("probe", [_FakePackage(probe)])),
+            (f"{PACKAGE}.",),
         )
         assert f"{PACKAGE}.one" in finder.entries
         assert finder.find_spec(f"{PACKAGE}.one", package.__path__) is None
         assert finder.find_spec(f"{PACKAGE}.one", [str(probe)]) is not None
+        assert finder.missed == [f"{PACKAGE}.one"]  # written again after a normal import
     finally:
         sys.path.remove(str(tmp_path / "other"))
 

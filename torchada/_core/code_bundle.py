@@ -24,7 +24,7 @@ import marshal
 import os
 import sys
 from types import CodeType, ModuleType
-from typing import Any, Dict, Iterator, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from .cache import cache_root
 
@@ -56,12 +56,23 @@ class _BundledLoader(importlib.machinery.SourceFileLoader):
 class _BundleFinder:
     """Finds the bundled modules whose sources are unchanged, where a normal import finds them."""
 
-    def __init__(self, entries: Dict[str, Entry]) -> None:
+    def __init__(self, entries: Dict[str, Entry], roots: Tuple[str, ...]) -> None:
         self.entries = entries
+        self.roots = roots
         self.served: Set[str] = set()
+        # Names of these packages asked for and not served: the normal import may find them.
+        self.missed: List[str] = []
 
     def find_spec(
         self, fullname: str, path: Optional[Sequence[str]] = None, target: Any = None
+    ) -> Optional[importlib.machinery.ModuleSpec]:
+        spec = self._find(fullname, path)
+        if spec is None and fullname.startswith(self.roots):
+            self.missed.append(fullname)
+        return spec
+
+    def _find(
+        self, fullname: str, path: Optional[Sequence[str]]
     ) -> Optional[importlib.machinery.ModuleSpec]:
         entry = self.entries.get(fullname)
         if entry is None or path is None:  # top-level modules are left to the normal import
@@ -155,9 +166,7 @@ def serving(name: str, packages: Sequence[ModuleType]) -> Iterator[None]:
         ...     import torchada._cuda.redirect
     """
     path = bundle_path(name, packages)
-    finder = _BundleFinder(_read(path))
-    roots = tuple(f"{package.__name__}." for package in packages)
-    before = set(sys.modules)
+    finder = _BundleFinder(_read(path), tuple(f"{package.__name__}." for package in packages))
     sys.meta_path.insert(0, finder)
     try:
         yield
@@ -165,17 +174,17 @@ def serving(name: str, packages: Sequence[ModuleType]) -> Iterator[None]:
         with contextlib.suppress(ValueError):
             sys.meta_path.remove(finder)
         if not sys.dont_write_bytecode:
-            _update(path, finder, roots, before)
+            _update(path, finder)
 
 
-def _update(path: str, finder: _BundleFinder, roots: Tuple[str, ...], before: set) -> None:
-    missed = [
-        module
-        for name, module in list(sys.modules.items())
-        if name.startswith(roots) and name not in before and name not in finder.served
-    ]
+def _update(path: str, finder: _BundleFinder) -> None:
+    # Only the names the finder was asked for and did not serve: a scan of sys.modules (over a
+    # thousand entries after `import torch`) cost more than the rest of this.
     entries = {}
-    for module in missed:
+    for name in finder.missed:
+        module = sys.modules.get(name)
+        if module is None:
+            continue
         entry = _entry(module)
         if entry is not None:
             entries[module.__name__] = entry
