@@ -121,14 +121,14 @@ def test_the_redirect_registry_is_checked_when_loaded(tmp_path, monkeypatch):
         (broken / source.name).write_bytes(source.read_bytes())
     _copy(broken, "torch_cuda", misspell)
     monkeypatch.setattr(_tables, "TABLES_DIR", broken)
-    _tables._load.cache_clear()
+    _tables._cached_tables.cache_clear()
     _redirect.load_table.cache_clear()
     try:
         with pytest.raises(TableError, match=r"torch_cuda.*CudaError.*'kind'"):
             _redirect.load_table()
     finally:
         monkeypatch.undo()
-        _tables._load.cache_clear()
+        _tables._cached_tables.cache_clear()
         _redirect.load_table.cache_clear()
 
 

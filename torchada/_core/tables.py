@@ -574,13 +574,31 @@ def load(name: str) -> Any:
     return _load(_stem(name))
 
 
-@functools.lru_cache(maxsize=None)
 def _load(stem: str) -> Any:
+    if stem not in SCHEMAS:
+        return load_file(TABLES_DIR / f"{stem}.json", stem)  # raises, naming the table
+    return _cached_tables((stem,) if stem in _ON_THEIR_OWN else _TOGETHER)[stem]
+
+
+#: Tables read on their own: the switches are read wherever an environment variable of ours is
+#: (the command line, the simulator), where the others are not needed.
+_ON_THEIR_OWN = ("switches",)
+#: The rest are read together: activation reads nearly all of them, and each cached file costs
+#: more to find and open than its contents cost to read.
+_TOGETHER = tuple(stem for stem in SCHEMAS if stem not in _ON_THEIR_OWN)
+
+
+@functools.lru_cache(maxsize=None)
+def _cached_tables(stems: Tuple[str, ...]) -> Dict[str, Any]:
     from .cache import derived
 
-    path = TABLES_DIR / f"{stem}.json"
-    # Parsed and checked once per edit of the table (or of the schemas here), not per process.
-    return derived(f"table-{stem}", [path, Path(__file__)], lambda: load_file(path, stem))
+    # Parsed and checked once per edit of a table (or of the schemas here), not per process.
+    paths = {stem: TABLES_DIR / f"{stem}.json" for stem in stems}
+    return derived(
+        f"table-{stems[0]}" if len(stems) == 1 else "tables",
+        [*paths.values(), Path(__file__)],
+        lambda: {stem: load_file(path, stem) for stem, path in paths.items()},
+    )
 
 
 def load_file(path: Union[str, Path], schema: str) -> Any:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
@@ -68,16 +69,46 @@ def build(cuda_name: str = "libcudart") -> Path:
         >>> build("libcudart").name  # doctest: +SKIP
         'libcudart.so'
     """
-    from .._core import tables as _tables
     from .._core.cache import derived
-    from .._native.build import build_shared_libraries, cache_root, csrc_dir, files_ending
+    from .._native.build import is_intact_build
+
+    # The path is remembered per edit of what the library is made from (and per compiler): an
+    # activation then neither generates the source nor hashes it to find the build.
+    compiler = hashlib.sha256(os.environ.get("CC", "cc").encode()).hexdigest()[:8]
+    inputs = [*_inputs(), _include() / "forward.h"]
+    remembered = derived(
+        f"cuda-shim-library-{cuda_name}-{compiler}", inputs, lambda: str(_build(cuda_name))
+    )
+    path = Path(remembered)
+    return path if is_intact_build(path) else _build(cuda_name)
+
+
+def _include() -> Path:
+    from .._native.build import csrc_dir
+
+    return csrc_dir() / "cuda_shims"
+
+
+def _inputs() -> List[Path]:
+    from .._core import tables as _tables
+    from .._native.build import files_ending
 
     # Generating the source reads the porter's rules (tens of ms, and the porter's package):
     # done once per edit of them. The porter's files are named by path so as not to import it.
     porting = Path(__file__).resolve().parents[1] / "porting"
     inputs = [Path(__file__), Path(_ctypes.__file__), porting / "_ruleset.py"]
-    inputs += [_tables.TABLES_DIR / "libraries.json", *files_ending(porting / "rules", ".json")]
-    source = derived(f"cuda-shim-{cuda_name}", inputs, lambda: _source(cuda_name))
+    return [
+        *inputs,
+        _tables.TABLES_DIR / "libraries.json",
+        *files_ending(porting / "rules", ".json"),
+    ]
+
+
+def _build(cuda_name: str) -> Path:
+    from .._core.cache import derived
+    from .._native.build import build_shared_libraries, cache_root
+
+    source = derived(f"cuda-shim-{cuda_name}", _inputs(), lambda: _source(cuda_name))
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     generated = cache_root() / "cuda_shims_src" / digest / f"{cuda_name}.c"
     if not generated.exists():
@@ -85,12 +116,11 @@ def build(cuda_name: str = "libcudart") -> Path:
         tmp = generated.with_suffix(".tmp")
         tmp.write_text(source)
         tmp.replace(generated)
-    include = csrc_dir() / "cuda_shims"
     built = build_shared_libraries(
         "torchada_cuda_shims",
         [generated],
-        cflags=("-O2", f"-I{include}"),
-        depends=[include / "forward.h"],
+        cflags=("-O2", f"-I{_include()}"),
+        depends=[_include() / "forward.h"],
     )
     return built[cuda_name]
 

@@ -181,6 +181,19 @@ def _intact(done: Path, artefacts: Sequence[Path]) -> bool:
 WAIT_REPORT_SECONDS = 30.0  # a waiting builder says so at once, then this often
 
 
+def is_intact_build(artefact: Path) -> bool:
+    """Whether ``artefact`` (a file that :func:`build_shared_libraries` returned) is still what its
+    build produced: a path remembered from an earlier process is used only then.
+
+    Example::
+
+        >>> is_intact_build(Path("/nonexistent/libcudart.so"))
+        False
+    """
+    done = artefact.parent / ".complete"
+    return done.exists() and _intact(done, [artefact])
+
+
 @contextlib.contextmanager
 def _locked(path: Path, what: str = "") -> Iterator[None]:
     """Hold the build lock ``path``. A process that has to wait says so on stderr at once, naming
