@@ -34,6 +34,31 @@ def test_rows_are_typed_and_read_like_their_json():
         entry["value"]  # left out of the JSON
 
 
+def test_tables_are_read_together_except_the_switches(tmp_path, monkeypatch):
+    # One cached value holds every table activation reads; the switches, read by every check of
+    # an environment variable, are read alone. A fresh cache: each table is parsed once.
+    monkeypatch.setenv("TORCHADA_CACHE_DIR", str(tmp_path))
+    parsed = []
+    real = _tables.load_file
+    monkeypatch.setattr(
+        _tables, "load_file", lambda path, stem: parsed.append(stem) or real(path, stem)
+    )
+    _tables._cached_tables.cache_clear()
+    try:
+        assert [s.name for s in _tables.load("switches").switches][:1]
+        assert parsed == ["switches"]
+        assert _tables.load("torch_cuda").modules["torch.cuda"].names["CUDAGraph"].to == "MUSAGraph"
+        assert sorted(parsed) == sorted(_tables.SCHEMAS)
+        assert _tables.load("libraries.json") is _tables.load("libraries")
+        assert sorted(parsed) == sorted(_tables.SCHEMAS)
+        cached = sorted(p.name.split("-")[0] for p in (tmp_path / "derived").iterdir())
+        assert cached == ["table", "tables"]
+        with pytest.raises(TableError, match="no_such_table"):
+            _tables.load("no_such_table")
+    finally:
+        _tables._cached_tables.cache_clear()
+
+
 def _copy(tmp_path: Path, name: str, change) -> Path:
     data = json.loads((_tables.TABLES_DIR / f"{name}.json").read_text(encoding="utf-8"))
     change(data)

@@ -258,6 +258,43 @@ def test_the_mapped_library_forwards_cuda_functions_in_c():
         shim.cudaGetDeviceProperties  # struct layouts differ: deliberately not forwarded
 
 
+def test_the_remembered_forwarding_library_is_used_only_while_its_build_is_intact(monkeypatch):
+    # Activation takes the library's path from torchada's cache; a path whose build is gone or
+    # damaged is built again, never loaded.
+    from torchada._core import cache as _cache
+    from torchada._libraries import shims as _cuda_shims
+    from torchada._native.build import is_intact_build
+
+    built = _cuda_shims.build("libcudart")
+    assert built.name == "libcudart.so" and is_intact_build(built)
+    assert str(built) in _loaded_libcudart()  # the library activation mapped
+    stale = built.parent.parent / "gone" / "libcudart.so"
+    real_derived = _cache.derived
+
+    def derived(name, sources, compute):
+        if name.startswith("cuda-shim-library-"):
+            return str(stale)  # what an earlier process remembered
+        return real_derived(name, sources, compute)
+
+    monkeypatch.setattr(_cache, "derived", derived)
+    assert not is_intact_build(stale)
+    assert _cuda_shims.build("libcudart") == built
+
+
+def test_a_build_whose_artefact_changed_is_not_intact(tmp_path, monkeypatch):
+    from torchada._native import build as _build
+
+    monkeypatch.setenv("TORCHADA_CACHE_DIR", str(tmp_path / "cache"))
+    source = tmp_path / "probe.c"
+    source.write_text("int torchada_probe(void) { return 7; }\n")
+    artefact = _build.build_shared_libraries("torchada_probe", [source])["probe"]
+    assert _build.is_intact_build(artefact)
+    assert ctypes.CDLL(str(artefact)).torchada_probe() == 7
+    with open(artefact, "ab") as f:
+        f.write(b"\0")  # a link cut short, a copy gone wrong
+    assert not _build.is_intact_build(artefact)
+
+
 def test_forwarding_library_switch_and_a_failed_build(py):
     code = """
         import ctypes, logging, json, sys
