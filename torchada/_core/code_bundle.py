@@ -24,7 +24,7 @@ import marshal
 import os
 import sys
 from types import CodeType, ModuleType
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .cache import cache_root
 
@@ -59,7 +59,6 @@ class _BundleFinder:
     def __init__(self, entries: Dict[str, Entry], roots: Tuple[str, ...]) -> None:
         self.entries = entries
         self.roots = roots
-        self.served: Set[str] = set()
         # Names of these packages asked for and not served: the normal import may find them.
         self.missed: List[str] = []
 
@@ -87,7 +86,6 @@ class _BundleFinder:
             return None
         if st.st_mtime_ns != mtime_ns or st.st_size != size:
             return None
-        self.served.add(fullname)
         return importlib.util.spec_from_file_location(
             fullname,
             file,

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
@@ -70,11 +69,11 @@ def build(cuda_name: str = "libcudart") -> Path:
         'libcudart.so'
     """
     from .._core.cache import derived
-    from .._native.build import is_intact_build
+    from .._native.build import c_compiler, is_intact_build
 
     # The path is remembered per edit of what the library is made from (and per compiler): an
     # activation then neither generates the source nor hashes it to find the build.
-    compiler = hashlib.sha256(os.environ.get("CC", "cc").encode()).hexdigest()[:8]
+    compiler = hashlib.sha256(c_compiler().encode()).hexdigest()[:8]
     inputs = [*_inputs(), _include() / "forward.h"]
     remembered = derived(
         f"cuda-shim-library-{cuda_name}-{compiler}", inputs, lambda: str(_build(cuda_name))

@@ -415,6 +415,17 @@ def load_torch_extension(
         return module
 
 
+def c_compiler() -> str:
+    """The C compiler :func:`build_shared_libraries` runs: ``$CC``, else ``cc``.
+
+    Example::
+
+        >>> c_compiler()  # doctest: +SKIP
+        'cc'
+    """
+    return os.environ.get("CC", "cc")
+
+
 def build_shared_libraries(
     name: str,
     sources: Sequence[Path],
@@ -427,7 +438,7 @@ def build_shared_libraries(
     under the lock.
     """
     sources = [Path(s) for s in sources]
-    cc = os.environ.get("CC", "cc")
+    cc = c_compiler()
     key = build_key([*sources, *map(Path, depends)], cc, *cflags)
     build_dir = cache_root() / name / key
     outputs = {s.stem: build_dir / f"{s.stem}.so" for s in sources}
