@@ -295,6 +295,60 @@ def test_a_build_whose_artefact_changed_is_not_intact(tmp_path, monkeypatch):
     assert not _build.is_intact_build(artefact)
 
 
+def test_the_musa_runtime_is_found_from_the_path_remembered_while_it_is_loaded(monkeypatch):
+    # The directory of the loaded libmusart: read from the loader's map once, then taken from the
+    # path remembered in torchada's cache while that file is loaded in the process.
+    from torchada._core import cache as _cache
+
+    mapped = _ctypes._mapped_file("libmusart.so")
+    assert mapped and os.path.basename(mapped).startswith("libmusart.so")
+    assert _cache.recall("loaded-libmusart.so") == mapped  # written by the activation
+    reads = []
+    real_mapped_file = _ctypes._mapped_file
+    monkeypatch.setattr(
+        _ctypes, "_mapped_file", lambda stem: reads.append(stem) or real_mapped_file(stem)
+    )
+    assert _ctypes._loaded_library_dir("libmusart.so") == os.path.dirname(mapped)
+    assert reads == []  # the loader answered: the map was not read
+    assert _ctypes._is_loaded(mapped)
+
+    # A remembered file that this process has not loaded (another install's) is not believed:
+    # the map is read, and what it says is remembered instead.
+    unloaded = os.path.join(os.path.dirname(mapped), "libnot-loaded.so")
+    assert not _ctypes._is_loaded(unloaded)
+    _cache.remember("loaded-libmusart.so", unloaded)
+    assert _ctypes._loaded_library_dir("libmusart.so") == os.path.dirname(mapped)
+    assert reads == ["libmusart.so"]
+    assert _cache.recall("loaded-libmusart.so") == mapped
+
+
+def test_a_remembered_fact_survives_processes_and_an_unwritable_cache_only_costs(
+    tmp_path, monkeypatch, caplog
+):
+    from torchada._core import cache as _cache
+
+    monkeypatch.setenv("TORCHADA_CACHE_DIR", str(tmp_path / "cache"))
+    assert _cache.recall("loaded-libexample.so") is None
+    _cache.remember("loaded-libexample.so", "/opt/example/lib/libexample.so")
+    code = "from torchada._core.cache import recall; print(recall('loaded-libexample.so'))"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        # Another process, torchada off in it (an activation there would build into this cache).
+        env={**os.environ, "TORCHADA_CACHE_DIR": str(tmp_path / "cache"), "TORCHADA_DISABLE": "1"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "/opt/example/lib/libexample.so"
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("TORCHADA_CACHE_DIR", str(blocked))  # a file where a folder must be
+    with caplog.at_level("DEBUG", logger="torchada"):
+        _cache.remember("loaded-libexample.so", "/x")
+    assert _cache.recall("loaded-libexample.so") is None
+    assert "cannot remember loaded-libexample.so" in caplog.text
+
+
 def test_forwarding_library_switch_and_a_failed_build(py):
     code = """
         import ctypes, logging, json, sys

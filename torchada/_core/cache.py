@@ -108,3 +108,38 @@ def derived(name: str, sources: Sequence[Path], compute: Callable[[], T]) -> T:
     except (OSError, pickle.PicklingError) as exc:
         logger.debug("torchada: cannot cache %s (%s)", path, exc)
     return value
+
+
+def recall(name: str) -> str | None:
+    """The text :func:`remember` last kept under ``name`` in any process, or None. A fact about
+    a process (where a loaded library lives) that is cheap to check and dear to find: the caller
+    checks it before use, and finds it again where it no longer holds.
+
+    Example::
+
+        >>> remember("example-fact", "42")
+        >>> recall("example-fact")
+        '42'
+    """
+    try:
+        return (cache_root() / "remembered" / name).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def remember(name: str, text: str) -> None:
+    """Keep ``text`` under ``name`` for :func:`recall` (replaced whole, so a reader never sees
+    half of it); a cache that cannot be written only costs finding the fact again.
+
+    Example::
+
+        >>> remember("example-fact", "42")
+    """
+    path = cache_root() / "remembered" / name
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{name}.{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        logger.debug("torchada: cannot remember %s in %s (%s)", name, path, exc)

@@ -8,6 +8,7 @@ wrapper. The rules are data: the rows of tables/libraries.json marked "ctypes".
 
 from __future__ import annotations
 
+import _ctypes as _ctypes_c
 import ctypes as _ctypes
 import ctypes.util as _ctypes_util
 import functools
@@ -15,6 +16,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
+from .._core.cache import recall, remember
 from .._core.tables import Library
 
 if TYPE_CHECKING:
@@ -74,6 +76,30 @@ def musa_library_dir() -> Optional[str]:
 
 def _loaded_library_dir(stem: str) -> Optional[str]:
     """The directory of a loaded shared library whose file name starts with ``stem``."""
+    # Reading the loader's map costs about a millisecond in a torch process: the path found last
+    # time is asked of the loader first (a loaded file is found without reading anything).
+    recalled = recall(f"loaded-{stem}")
+    if recalled and _is_loaded(recalled):
+        return os.path.dirname(recalled)
+    path = _mapped_file(stem)
+    if path is None:
+        return None
+    if path != recalled:
+        remember(f"loaded-{stem}", path)
+    return os.path.dirname(path)
+
+
+def _is_loaded(path: str) -> bool:
+    """Whether the shared library at ``path`` is loaded in this process (nothing is loaded)."""
+    try:
+        _ctypes_c.dlopen(path, os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except (OSError, AttributeError):  # not loaded, or no RTLD_NOLOAD on this system
+        return False
+    return True
+
+
+def _mapped_file(stem: str) -> Optional[str]:
+    """The path of a file mapped into this process whose name starts with ``stem``."""
     try:
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
             text = maps.read()
@@ -86,7 +112,7 @@ def _loaded_library_dir(stem: str) -> Optional[str]:
         end = text.find("\n", found)
         path = "/" + text[start : end if end >= 0 else len(text)].partition("/")[2]
         if os.path.basename(path).startswith(stem):
-            return os.path.dirname(path)
+            return path
         found = text.find("/" + stem, found + 1)
     return None
 
