@@ -139,6 +139,28 @@ def test_import_torchada_added_ms(benchmark):
     report_activation_ms(benchmark, what, measured, ACTIVATION_BUDGET_MS)
 
 
+# What activation costs with subsystems switched off (TORCHADA_DISABLE_<NAME>=1): the redirect of
+# torch.cuda and the other proxied modules alone, and with what no CUDA program goes without
+# ("cuda" devices, and the CUDA runtime found by ctypes and in the process's map).
+ESSENTIAL_SUBSYSTEMS = ("devices", "ctypes", "cuda_shims")
+
+
+def _switched_off_except(kept) -> dict:
+    from torchada._activation import SUBSYSTEMS
+
+    return {f"TORCHADA_DISABLE_{n.upper()}": "1" for n in SUBSYSTEMS if n not in kept}
+
+
+@pytest.mark.benchmark(group="start-up")
+@pytest.mark.parametrize(
+    "kept", [(), ESSENTIAL_SUBSYSTEMS], ids=["redirect_alone", "redirect_devices_runtime"]
+)
+def test_import_torchada_with_subsystems_off_ms(benchmark, kept):
+    measured = median_child_ms(IMPORT_DELTA, {**SIM, **_switched_off_except(kept)})
+    what = f"import torchada, every subsystem off but {list(kept)}"
+    report_activation_ms(benchmark, what, measured, ACTIVATION_BUDGET_MS)
+
+
 INHERITED_DELTA = """
 import os, sys, time, torch
 assert "torch_musa" in sys.modules  # brought in by its own entry point
