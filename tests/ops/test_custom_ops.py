@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import inspect
 import itertools
 import os
@@ -23,8 +24,17 @@ pytestmark = pytest.mark.usefixtures("torchada_on")
 
 @pytest.fixture
 def ns():
-    """A fresh operator namespace per test (registrations cannot be dropped by name)."""
-    return f"tdsurf{next(_ids)}"
+    """A fresh operator namespace per test (registrations cannot be dropped by name). Its
+    libraries die with the test; afterwards torch.ops forgets the namespace too: torch keeps the
+    ops it has looked up, and some torches (2.12) fail torch.compile on an op whose library is
+    gone (collecting every namespace's ops for the decomposition table)."""
+    name = f"tdsurf{next(_ids)}"
+    yield name
+    gc.collect()  # the test's libraries, destroyed now rather than in a later test
+    names = getattr(torch.ops, "_dir", None)
+    if isinstance(names, list) and name in names:
+        names.remove(name)
+    vars(torch.ops).pop(name, None)
 
 
 def _x(*shape):
