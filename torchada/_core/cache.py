@@ -63,6 +63,20 @@ def _signature(sources: Sequence[Path]) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole, making its folder: a reader, in this process or another,
+    sees the old file or the new one, never part of either. Raises OSError.
+
+    Example::
+
+        >>> write_atomically(cache_root() / "example" / "value.bin", b"42")  # doctest: +SKIP
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # one per writer: they never share
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
 def derived(name: str, sources: Sequence[Path], compute: Callable[[], T]) -> T:
     """``compute()``, or the value an earlier process computed from the same ``sources``.
 
@@ -98,13 +112,10 @@ def derived(name: str, sources: Sequence[Path], compute: Callable[[], T]) -> T:
     try:
         buf = io.BytesIO()
         _Pickler(buf, protocol=4).dump(value)
-        folder.mkdir(parents=True, exist_ok=True)
         for old in folder.glob(f"{stem}-*.pickle"):  # values of earlier versions of the sources
             if len(old.name) == len(path.name):  # this name's, not a longer name's
                 old.unlink(missing_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(buf.getvalue())
-        os.replace(tmp, path)
+        write_atomically(path, buf.getvalue())
     except (OSError, pickle.PicklingError) as exc:
         logger.debug("torchada: cannot cache %s (%s)", path, exc)
     return value
@@ -137,9 +148,6 @@ def remember(name: str, text: str) -> None:
     """
     path = cache_root() / "remembered" / name
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{name}.{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomically(path, text.encode("utf-8"))
     except OSError as exc:
         logger.debug("torchada: cannot remember %s in %s (%s)", name, path, exc)

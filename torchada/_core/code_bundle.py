@@ -23,10 +23,11 @@ import logging
 import marshal
 import os
 import sys
+from pathlib import Path
 from types import CodeType, ModuleType
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from .cache import cache_root
+from .cache import cache_root, write_atomically
 
 logger = logging.getLogger("torchada")
 
@@ -142,11 +143,7 @@ def _entry(module: ModuleType) -> Optional[Entry]:
 
 def _write(path: str, entries: Dict[str, Entry]) -> None:
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
-            marshal.dump((_FORMAT, entries), f)
-        os.replace(tmp, path)
+        write_atomically(Path(path), marshal.dumps((_FORMAT, entries)))
     except OSError as exc:
         logger.debug("torchada: cannot write module bundle %s (%s)", path, exc)
 

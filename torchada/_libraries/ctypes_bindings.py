@@ -90,7 +90,7 @@ def _loaded_library_dir(stem: str) -> Optional[str]:
 
 
 def _is_loaded(path: str) -> bool:
-    """Whether the shared library at ``path`` is loaded in this process (nothing is loaded)."""
+    """Whether the shared library at ``path`` is loaded in this process; asking loads nothing."""
     try:
         _ctypes_c.dlopen(path, os.RTLD_NOLOAD | os.RTLD_LAZY)
     except (OSError, AttributeError):  # not loaded, or no RTLD_NOLOAD on this system

@@ -104,17 +104,14 @@ def _inputs() -> List[Path]:
 
 
 def _build(cuda_name: str) -> Path:
-    from .._core.cache import derived
+    from .._core.cache import derived, write_atomically
     from .._native.build import build_shared_libraries, cache_root
 
     source = derived(f"cuda-shim-{cuda_name}", _inputs(), lambda: _source(cuda_name))
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     generated = cache_root() / "cuda_shims_src" / digest / f"{cuda_name}.c"
     if not generated.exists():
-        generated.parent.mkdir(parents=True, exist_ok=True)
-        tmp = generated.with_suffix(".tmp")
-        tmp.write_text(source)
-        tmp.replace(generated)
+        write_atomically(generated, source.encode())
     built = build_shared_libraries(
         "torchada_cuda_shims",
         [generated],
