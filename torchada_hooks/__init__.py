@@ -31,7 +31,13 @@ Public API
     - ``is_installed() -> bool``, ``proxies() -> dict[str, ProxyModule]``, ``finder``.
 
 ``importlib.reload(proxy)`` keeps the proxy object and its pre-set attributes, and forgets the
-values cached from the resolver, so they are resolved again on next access.
+values cached from the resolver, so they are resolved again on next access. A reload that another
+finder ahead of this package's answers is refused with an ImportError, the proxy unchanged.
+
+``vars(proxy)``, ``proxy.__dict__``, ``dir(proxy)`` and ``from proxy import *`` see the complete
+namespace (every advertised name, resolved at that first whole-namespace read);
+``own_namespace(module)`` reads the namespace as it is, resolving nothing, and so does code of the
+packages named to ``peek_from(package)`` (a policy layer's own bookkeeping).
 
 Lower-level pieces (``ProxyFinder``, ``ProxyLoader``, ``SwapLedger``, ``proxy_spec``) are exported
 for policy code that needs to compose them differently.
@@ -49,6 +55,8 @@ if TYPE_CHECKING:  # for type checkers: the names below resolve through __getatt
         ProxyLoader,
         ProxyModule,
         is_sealed,
+        own_namespace,
+        peek_from,
         proxy_spec,
         seal,
         seal_on_first_use,
@@ -64,6 +72,8 @@ _WHERE = {
     "ProxyModule": "proxy",
     "SwapLedger": "swap",
     "is_sealed": "proxy",
+    "own_namespace": "proxy",
+    "peek_from": "proxy",
     "proxy_spec": "proxy",
     "seal": "proxy",
     "seal_on_first_use": "proxy",

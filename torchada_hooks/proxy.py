@@ -8,10 +8,16 @@ ordinary module attribute hit that never reaches Python code again.
 
 The module also carries its own :class:`~importlib.machinery.ModuleSpec`, whose loader
 (:class:`ProxyLoader`) hands out the already existing proxy instead of creating a module.
+
+Code that reads the whole namespace (``vars()``, ``__dict__``, ``dir()``, ``from M import *``
+without ``__all__``) gets it complete: the first such read resolves every name the proxy
+advertises. Until then nothing is resolved, so installing proxies stays cheap.
 """
 
 from __future__ import annotations
 
+import builtins
+import sys
 import threading
 import types
 import weakref
@@ -19,7 +25,16 @@ from collections.abc import Callable, Iterable, Mapping
 from importlib.machinery import ModuleSpec
 from typing import Any
 
-__all__ = ["ProxyLoader", "ProxyModule", "is_sealed", "proxy_spec", "seal", "seal_on_first_use"]
+__all__ = [
+    "ProxyLoader",
+    "ProxyModule",
+    "is_sealed",
+    "own_namespace",
+    "peek_from",
+    "proxy_spec",
+    "seal",
+    "seal_on_first_use",
+]
 
 Resolver = Callable[[str], Any]
 NamesProvider = Callable[[], Iterable[str]]
@@ -31,6 +46,65 @@ _RESERVED_ATTRS = frozenset(
 
 _UNSET: Any = object()
 
+# ModuleType's own ``__dict__`` descriptor: reads the namespace without completing it (the
+# ProxyModule property of that name would).
+_module_dict = types.ModuleType.__dict__["__dict__"].__get__
+
+
+def own_namespace(module: types.ModuleType) -> dict[str, Any]:
+    """The module's ``__dict__`` as it is now: for a proxy, without resolving the names it lacks.
+
+    ``vars(proxy)`` and ``proxy.__dict__`` complete the namespace first (see
+    :class:`ProxyModule`); bookkeeping that only peeks at what is there reads this instead.
+
+    Example::
+
+        >>> from torchada_hooks import ProxyModule
+        >>> from torchada_hooks.proxy import own_namespace
+        >>> proxy = ProxyModule("demo_proxy", str.upper, names=lambda: ["a", "b"])
+        >>> "a" in own_namespace(proxy), "a" in vars(proxy), vars(proxy)["b"]
+        (False, True, 'B')
+    """
+    return _module_dict(module)
+
+
+# Packages whose code reads proxy namespaces as they are (see peek_from), and their prefixes.
+_PEEKERS: tuple[str, ...] = ()
+_PEEKER_PREFIXES: tuple[str, ...] = ()
+
+
+def peek_from(package: str) -> None:
+    """Let code of ``package`` (and its submodules) read ``vars(proxy)`` as it is, unresolved.
+
+    Everyone else's ``vars()``/``__dict__`` read completes the proxy first (see
+    :class:`ProxyModule`). A policy layer whose own bookkeeping peeks at proxies it built (for an
+    attribute it pre-set, say) registers itself here, so that peeking costs nothing. Idempotent.
+
+    Example::
+
+        >>> from torchada_hooks import ProxyModule
+        >>> from torchada_hooks.proxy import peek_from
+        >>> peek_from("demo_policy")
+        >>> proxy = ProxyModule("demo_proxy", str.upper, names=lambda: ["a"])
+        >>> ns = {"__name__": "demo_policy.sub", "proxy": proxy}
+        >>> exec("seen = sorted(vars(proxy))", ns)  # code of demo_policy.sub
+        >>> "a" in ns["seen"], "a" in vars(proxy)
+        (False, True)
+    """
+    global _PEEKERS, _PEEKER_PREFIXES
+    if package not in _PEEKERS:
+        _PEEKERS = (*_PEEKERS, package)
+        _PEEKER_PREFIXES = (*_PEEKER_PREFIXES, package + ".")
+
+
+def _peeking(caller_globals: dict[str, Any]) -> bool:
+    name = caller_globals.get("__name__")
+    return isinstance(name, str) and (name in _PEEKERS or name.startswith(_PEEKER_PREFIXES))
+
+
+def _is_dunder(attr: str) -> bool:
+    return len(attr) > 4 and attr[:2] == "__" and attr[-2:] == "__"
+
 
 class _Resolution:
     """Per-proxy lazy-resolution state.
@@ -41,6 +115,7 @@ class _Resolution:
     """
 
     __slots__ = (
+        "complete",
         "fresh",
         "locks",
         "module",
@@ -48,6 +123,7 @@ class _Resolution:
         "names",
         "namespace",
         "pending_seal",
+        "presets",
         "resolved",
         "resolver",
         "resolving",
@@ -63,7 +139,7 @@ class _Resolution:
     ) -> None:
         self.module = module
         self.name: str = module.__name__
-        self.namespace: dict[str, Any] = module.__dict__
+        self.namespace: dict[str, Any] = _module_dict(module)
         self.spec = spec
         self.resolver = resolver
         self.names = names
@@ -78,6 +154,10 @@ class _Resolution:
         self.fresh = False
         # Names to seal with on the first attribute miss (see seal_on_first_use).
         self.pending_seal: tuple[str, ...] | Callable[[], Iterable[str]] | None = None
+        # Whether every advertised name has been resolved (see fill); a reload clears it.
+        self.complete = False
+        # The module attributes set at construction, restored when a reload is refused.
+        self.presets: dict[str, Any] = {}
 
     def missing(self, attr: str, detail: str = "") -> AttributeError:
         message = f"module {self.name!r} has no attribute {attr!r}"
@@ -93,7 +173,7 @@ class _Resolution:
         # Import machinery and tools probe dunders (__path__, __file__, __wrapped__, ...). They
         # are never forwarded: pre-set them through ``attrs`` instead.
         # Kept lean: every ``from proxy import X`` probes ``__path__`` and lands here.
-        if len(attr) > 4 and attr[:2] == "__" and attr[-2:] == "__":
+        if _is_dunder(attr):
             raise AttributeError(f"module {self.name!r} has no attribute {attr!r}")
         pending = self.pending_seal
         if pending is not None:
@@ -133,6 +213,45 @@ class _Resolution:
         self.locks.pop(attr, None)
         return stored
 
+    def fill(self) -> None:
+        """Resolve every advertised name not yet in the namespace (those that fail stay out), or
+        seal now when a seal is pending: whole-namespace readers then see every name."""
+        if self.complete:
+            return
+        # Set first: a resolver that reads vars() of this proxy must not start another fill.
+        self.complete = True
+        pending = self.pending_seal
+        if pending is not None:
+            self.pending_seal = None
+            seal(self.module, pending() if callable(pending) else pending)
+            return
+        if self.names is None:
+            return
+        for attr in self.names():
+            if attr not in self.namespace and not _is_dunder(attr):
+                try:
+                    self.getattr(attr)
+                except AttributeError:
+                    pass
+
+    def refuse_reload(self) -> None:
+        """Called when another finder's loader starts running module source in the namespace (a
+        reload that ``sys.meta_path`` sent past the proxy's finder): undo what the import system
+        already replaced and refuse, rather than let the source overwrite the proxy's names."""
+        namespace = self.namespace
+        loader = namespace.get("__loader__")
+        for attr in [a for a in namespace if _is_dunder(a) and a not in self.presets]:
+            del namespace[attr]
+        namespace.update(self.presets)
+        raise ImportError(
+            f"reload of {self.name!r} refused: the finder that answered it (its loader is "
+            f"{loader!r}) comes before torchada_hooks' ProxyFinder in sys.meta_path, and running "
+            f"{self.name}'s source again would replace the proxy's redirected names with the "
+            f"originals. {self.name} is unchanged. Move the ProxyFinder to the front of "
+            "sys.meta_path before reloading, or do not reload a redirected module.",
+            name=self.name,
+        )
+
     def dir(self) -> list[str]:
         names = set(self.namespace)
         if self.names is not None:
@@ -143,6 +262,33 @@ class _Resolution:
         for attr in self.resolved:
             self.namespace.pop(attr, None)
         self.resolved.clear()
+        self.complete = False
+
+
+def _guarded_import(
+    name: str,
+    globals: Mapping[str, Any] | None = None,
+    locals: Mapping[str, Any] | None = None,
+    fromlist: Iterable[str] = (),
+    level: int = 0,
+) -> types.ModuleType:
+    # Only code run with a proxy's own namespace as its globals gets here with it: a loader that
+    # re-executes the module's source over the proxy (see _Resolution.refuse_reload).
+    if globals is not None:
+        module = sys.modules.get(globals.get("__name__"))  # type: ignore[arg-type]
+        try:
+            resolution = _STATES.get(module)  # type: ignore[arg-type]
+        except TypeError:  # not weak-referenceable, so not a proxy
+            resolution = None
+        if resolution is not None and resolution.namespace is globals:
+            resolution.refuse_reload()
+    return builtins.__import__(name, globals, locals, fromlist, level)
+
+
+# The ``__builtins__`` of every proxy namespace. Module source executed in that namespace (a reload
+# through another finder's loader) reaches its first import through this ``__import__``; no other
+# code runs with a proxy's namespace as its globals.
+_GUARDED_BUILTINS: dict[str, Any] = {**vars(builtins), "__import__": _guarded_import}
 
 
 class ProxyModule(types.ModuleType):
@@ -158,11 +304,18 @@ class ProxyModule(types.ModuleType):
             names already in the module ``__dict__``).
         attrs: attributes to pre-set, e.g. ``__file__``, ``__doc__``, ``__all__`` or ``__path__``
             (the latter only with ``is_package=True``). They are never re-resolved.
+            ``__builtins__`` is the proxy's own: it refuses a reload that would run the module's
+            source over the proxy (see :class:`ProxyLoader`).
         is_package: give the proxy a ``__path__`` (``[]`` unless ``attrs`` supplies one) so that
             registered child proxies can be imported below it.
 
     The class defines no public methods on purpose: any method name would shadow the target
     attribute of the same name. Everything else lives in private slots or module-level helpers.
+
+    Reading the namespace whole (``vars(proxy)``, ``proxy.__dict__``, ``from proxy import *``)
+    first resolves every name ``names()`` advertises (names whose resolution fails stay out), so
+    such readers see the complete module; a pending :func:`seal_on_first_use` seals then.
+    ``dir(proxy)`` lists those names without resolving them. Attribute reads never pay for this.
 
     Raises TypeError when ``resolver`` or ``names`` is not callable, and ValueError when
     ``attrs`` pre-sets an attribute the import system owns (``__name__``, ``__spec__``,
@@ -185,6 +338,23 @@ class ProxyModule(types.ModuleType):
         >>> "answer" in dir(proxy)
         True
     """
+
+    @property  # type: ignore[misc]  # replaces ModuleType's member descriptor of that name
+    def __dict__(self) -> dict[str, Any]:  # type: ignore[override]
+        namespace = _module_dict(self)
+        resolution = _STATES.get(self)
+        if resolution is not None and not resolution.complete:
+            # The frame that asked: vars(), dir() and star imports are C code, no frame of theirs.
+            if not (_PEEKERS and _peeking(sys._getframe(1).f_globals)):
+                resolution.fill()
+        return namespace
+
+    def __dir__(self) -> list[str]:
+        # What ModuleType's own __dir__ does, minus its read of __dict__ (the property above):
+        # dir() lists the advertised names without resolving them.
+        namespace = _module_dict(self)
+        hook = namespace.get("__dir__")
+        return list(hook()) if callable(hook) else sorted(namespace)
 
     # No __slots__: a sealed proxy becomes a plain ``types.ModuleType``, which requires the same
     # object layout. Per-proxy state lives in ``_STATES`` instead.
@@ -215,7 +385,7 @@ class ProxyModule(types.ModuleType):
         # module in sys.modules; a spec without it takes a slow failed-lookup path each time.
         # The import system sets it to False after loading; proxies swapped in never get there.
         spec._initializing = False
-        namespace = self.__dict__
+        namespace = _module_dict(self)
         if is_package:
             path = list(attrs.pop("__path__", []))
             spec.submodule_search_locations = path
@@ -228,9 +398,11 @@ class ProxyModule(types.ModuleType):
         namespace["__getattr__"] = resolution.getattr
         namespace["__dir__"] = resolution.dir
         namespace.update(attrs)
+        namespace["__builtins__"] = _GUARDED_BUILTINS
+        resolution.presets = {a: v for a, v in namespace.items() if _is_dunder(a)}
 
     def __repr__(self) -> str:
-        return f"<module {self.__dict__.get('__name__', '?')!r} (proxy)>"
+        return f"<module {_module_dict(self).get('__name__', '?')!r} (proxy)>"
 
 
 _STATES: "weakref.WeakKeyDictionary[types.ModuleType, _Resolution]" = weakref.WeakKeyDictionary()
@@ -317,6 +489,7 @@ def seal(module: ProxyModule, names: Iterable[str]) -> list[str]:
         except AttributeError:
             missing.append(name)
     resolution.namespace.pop("__getattr__", None)
+    resolution.presets.pop("__getattr__", None)
     module.__class__ = types.ModuleType
     return missing
 

@@ -13,6 +13,8 @@ import sys
 from types import ModuleType
 from typing import Any
 
+from .proxy import own_namespace
+
 __all__ = ["SwapLedger"]
 
 logger = logging.getLogger("torchada")
@@ -24,6 +26,9 @@ _MISSING: Any = object()
 def _peek(obj: object, attr: str) -> Any:
     # Read the instance dict directly: getattr could run a lazy module __getattr__ (a proxy
     # resolver, or a package's own PEP 562 hook) just to find out what is there.
+    if isinstance(obj, ModuleType):
+        # Not vars(): on a proxy that resolves every name first (see ProxyModule).
+        return own_namespace(obj).get(attr, _MISSING)
     try:
         return vars(obj).get(attr, _MISSING)
     except TypeError:

@@ -20,6 +20,8 @@ def test_public_api():
         "ProxyModule",
         "SwapLedger",
         "is_sealed",
+        "own_namespace",
+        "peek_from",
         "proxy_spec",
         "seal",
         "seal_on_first_use",
