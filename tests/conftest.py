@@ -138,8 +138,10 @@ def run_cuda_program(
     workdir,
     torchrun: bool = False,
     timeout: float = 400,
+    extra_env=None,
 ) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in _INHERITED}
+    env.update(extra_env or {})
     # This checkout's torchada, in the program and in every process it starts.
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO, env.get("PYTHONPATH")]))
     launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]

@@ -5,9 +5,8 @@ simulated MUSA device, and counts the outcomes.
 
 DIR holds unmodified copies of PyTorch's ``test/test_cuda.py`` and ``test/test_cuda_multigpu.py``
 (the project does not ship them). They are copied into a scratch folder with a conftest that asks
-for the simulator, sets ``TORCHADA_FORCE_CUDA_AVAILABLE=1`` (torch.testing reads
-``torch.cuda.is_available()`` at import, so the CUDA branches would otherwise all skip) and imports
-torchada before any test module. PyTorch runs its CUDA graph tests only where torch.version.cuda
+for the simulator and imports torchada before any test module (torch.testing reads
+``torch.cuda.is_available()`` at import: True on MUSA, so the CUDA branches run). PyTorch runs its CUDA graph tests only where torch.version.cuda
 is set, which it is not on MUSA, so the conftest turns them on (``--no-graphs`` leaves them
 skipped); a capture that a failing test leaves open is ended after it. Each test class runs in a
 process of its own, with a time limit per test and a cap on the address space, so that a test
@@ -38,7 +37,6 @@ FILES = ("test_cuda.py", "test_cuda_multigpu.py")
 
 CONFTEST = """\
 import os
-os.environ.setdefault("TORCHADA_FORCE_CUDA_AVAILABLE", "1")
 os.environ.setdefault("TORCHADA_SIMULATE", "1")
 import unittest
 

@@ -60,10 +60,32 @@ def collect() -> Dict[str, Any]:
     native = sys.modules.get("torchada._native.library")
     state = getattr(native, "state", None)
     info["native_library"] = state() if callable(state) else "not loaded"
+    info["cuda_available"] = _cuda_available(info)
     info["op_overrides"] = _op_overrides(info)
     info["left_out"] = left_out_pieces()
     info["warnings"] = warnings_for(info)
     return info
+
+
+def _cuda_available(info: Dict[str, Any]) -> Dict[str, Any]:
+    """What ``torch.cuda.is_available()`` answers here, and why (the switch, or the platform)."""
+    import torch
+
+    raw = os.environ.get("TORCHADA_FORCE_CUDA_AVAILABLE")
+    for_musa = flag("TORCHADA_FORCE_CUDA_AVAILABLE", default=True)
+    if info["platform"] != "musa" or not info["enabled"]:
+        why = "torch's own answer: torchada is not active on MUSA here"
+    elif for_musa:
+        why = "the MUSA device's answer (torch.musa.is_available()): " + (
+            f"TORCHADA_FORCE_CUDA_AVAILABLE={raw}" if raw else "the default"
+        )
+        why += "; torch's own answer inside the NVIDIA-only callers (tables/nvidia_callers.json)"
+    else:
+        why = (
+            f"torch's own answer, False on MUSA: TORCHADA_FORCE_CUDA_AVAILABLE={raw} "
+            "(--no-cuda-available), as the published torchada answers"
+        )
+    return {"answer": bool(torch.cuda.is_available()), "why": why}
 
 
 def _op_overrides(info: Dict[str, Any]) -> Dict[str, Any]:
@@ -106,10 +128,10 @@ def warnings_for(info: Dict[str, Any]) -> List[str]:
         )
     if flag("TORCHADA_DISABLE", env) and env.get("TORCHADA_ACTIVE"):
         out.append("TORCHADA_DISABLE wins over TORCHADA_ACTIVE: nothing is installed")
-    if flag("TORCHADA_FORCE_CUDA_AVAILABLE", env):
+    if info["platform"] == "musa" and not flag("TORCHADA_FORCE_CUDA_AVAILABLE", env, True):
         out.append(
-            "TORCHADA_FORCE_CUDA_AVAILABLE: torch.cuda.is_available() answers for MUSA; "
-            "libraries that then take CUDA-only paths may fail"
+            "TORCHADA_FORCE_CUDA_AVAILABLE=0: torch.cuda.is_available() is False, so programs "
+            "that ask it before choosing a device run on the CPU"
         )
     if info["platform"] != "musa":
         out.append(f"platform is {info['platform']}: torchada installs nothing here")
@@ -134,6 +156,8 @@ def render(info: Dict[str, Any]) -> str:
             f"  musa:{dev['index']}      {dev['name']} (capability "
             f"{dev['capability'][0]}.{dev['capability'][1]})"
         )
+    cuda = info["cuda_available"]
+    lines.append(f"cuda avail.   {cuda['answer']}  ({cuda['why']})")
     lines.append(f"native lib    {info['native_library']}")
     lines.extend(_render_op_overrides(info["op_overrides"]))
     if info["switches"]:

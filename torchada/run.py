@@ -20,7 +20,7 @@ import types
 import zipfile
 from typing import List, Optional
 
-USAGE = """usage: python -m torchada.run [--simulate] [--cuda-available] [--report[=PATH]]
+USAGE = """usage: python -m torchada.run [--simulate] [--no-cuda-available] [--report[=PATH]]
                               (script.py | -m module) [args ...]
 
 Runs a CUDA-written PyTorch program on MUSA through torchada, unchanged.
@@ -28,9 +28,11 @@ Runs a CUDA-written PyTorch program on MUSA through torchada, unchanged.
   --simulate   use the bundled CPU simulator of torch_musa (only where no torch_musa exists)
   --report[=PATH]  record the CUDA APIs the program used through torchada: a table on stderr at
                exit and a JSON file per process (default torchada-report.json)
-  --cuda-available  torch.cuda.is_available() answers torch.musa.is_available() (it is False
-               on MUSA otherwise, and "cuda" if torch.cuda.is_available() else "cpu" picks the
-               CPU); sets TORCHADA_FORCE_CUDA_AVAILABLE=1 for the program and its children
+  --no-cuda-available  torch.cuda.is_available() answers False on MUSA, as the published
+               torchada does (by default it answers torch.musa.is_available(), so that
+               "cuda" if torch.cuda.is_available() else "cpu" picks the GPU); sets
+               TORCHADA_FORCE_CUDA_AVAILABLE=0 for the program and its children
+  --cuda-available  the default, spelled out: TORCHADA_FORCE_CUDA_AVAILABLE=1
   -m module    run a library module as a script, like python -m
 """
 
@@ -42,9 +44,9 @@ def _parse(argv: List[str]) -> "tuple[bool, Optional[str], Optional[str], List[s
         arg = argv[i]
         if arg == "--simulate":
             simulate = True
-        elif arg == "--cuda-available":
+        elif arg in ("--cuda-available", "--no-cuda-available"):
             # In the environment, so the program's child processes answer the same.
-            os.environ["TORCHADA_FORCE_CUDA_AVAILABLE"] = "1"
+            os.environ["TORCHADA_FORCE_CUDA_AVAILABLE"] = "0" if arg.startswith("--no") else "1"
         elif arg == "--report" or arg.startswith("--report="):
             path = arg.partition("=")[2] or "torchada-report.json"
             os.environ["TORCHADA_REPORT"] = os.path.abspath(path)
@@ -129,7 +131,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     """The runner: parse ``argv`` (default ``sys.argv[1:]``), turn torchada on, run the program.
 
     ``argv`` is what follows ``python -m torchada.run``: options (``--simulate``,
-    ``--cuda-available``, ``--report[=PATH]``), then ``script.py`` or ``-m module``, then the
+    ``--no-cuda-available``, ``--report[=PATH]``), then ``script.py`` or ``-m module``, then the
     program's arguments. The program runs in this process as ``python script.py`` would run it
     (see the module docstring); ``sys.argv``, ``sys.path[0]`` and ``__main__`` become its own.
 
@@ -143,7 +145,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         >>> from torchada import run
         >>> run.main(["--simulate", "train.py", "--epochs", "1"])  # doctest: +SKIP
         >>> run.main(["--help"])  # doctest: +SKIP
-        usage: python -m torchada.run [--simulate] [--cuda-available] [--report[=PATH]]
+        usage: python -m torchada.run [--simulate] [--no-cuda-available] [--report[=PATH]]
         ...
     """
     simulate, script, module, rest = _parse(sys.argv[1:] if argv is None else argv)
@@ -157,9 +159,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     if simulate:
         os.environ["TORCHADA_SIMULATE"] = "1"
     import torchada
-    from torchada._cuda import redirect as _redirect
 
-    _redirect.note_honest_is_available = True
     torchada.enable(simulate=simulate or None)
     try:
         if script is not None:

@@ -445,10 +445,10 @@ def _program_stderr(text):
     return lines
 
 
-@pytest.mark.parametrize("how", ["runner", "runner-cuda-available", "import"])
-def test_runner_notes_honest_is_available_once(tmp_path, how):
-    # `"cuda" if torch.cuda.is_available() else "cpu"` picks the CPU on MUSA: the runner says so
-    # once (the answer stays honest); --cuda-available makes it answer for MUSA, in children too.
+@pytest.mark.parametrize("how", ["runner", "runner-no-cuda-available", "import"])
+def test_is_available_answers_for_musa_in_the_program_and_its_children(tmp_path, how):
+    # `"cuda" if torch.cuda.is_available() else "cpu"` picks the GPU, in children too, with no
+    # note to give; --no-cuda-available keeps the published answer (False) for the whole tree.
     import subprocess
 
     script = _write(
@@ -459,11 +459,11 @@ def test_runner_notes_honest_is_available_once(tmp_path, how):
         if sys.argv[1] == "import":
             import torchada
         import torch
-        child = subprocess.run([sys.executable, "-c", "import os; print(os.environ.get("
-                                "'TORCHADA_FORCE_CUDA_AVAILABLE', ''))"],
-                               capture_output=True, text=True).stdout.strip()
-        print(json.dumps([torch.cuda.is_available(), torch.cuda.is_available(),
-                          torch.musa.is_available(), child]))
+        child = subprocess.run([sys.executable, "-c", "import torch, torchada; "
+                                "print(torch.cuda.is_available())"],
+                               capture_output=True, text=True).stdout.split()[-1]
+        print(json.dumps([torch.cuda.is_available(), torch.musa.is_available(), child,
+                          os.environ.get("TORCHADA_FORCE_CUDA_AVAILABLE")]))
         """,
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHADA_")}
@@ -471,15 +471,15 @@ def test_runner_notes_honest_is_available_once(tmp_path, how):
         cmd = [sys.executable, str(script), "import"]
         env["TORCHADA_SIMULATE"] = "1"
     else:
-        flags = ["--cuda-available"] if how == "runner-cuda-available" else []
+        flags = ["--no-cuda-available"] if how == "runner-no-cuda-available" else []
         cmd = [sys.executable, "-m", "torchada.run", "--simulate", *flags, str(script), how]
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
-    forced = how == "runner-cuda-available"
-    assert _last_json(r.stdout) == [forced, forced, True, "1" if forced else ""]
-    notes = [line for line in r.stderr.splitlines() if "is_available() is False" in line]
-    if how == "runner":
-        assert len(notes) == 1
-        assert "TORCHADA_FORCE_CUDA_AVAILABLE=1" in notes[0] and "--cuda-available" in notes[0]
-    else:
-        assert notes == [], r.stderr
+    published = how == "runner-no-cuda-available"
+    assert _last_json(r.stdout) == [
+        not published,
+        True,
+        str(not published),
+        "0" if published else None,
+    ]
+    assert "is_available()" not in r.stderr, r.stderr  # nothing to warn about

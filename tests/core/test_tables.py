@@ -36,7 +36,8 @@ def test_rows_are_typed_and_read_like_their_json():
 
 def test_tables_are_read_together_except_the_switches(tmp_path, monkeypatch):
     # One cached value holds every table activation reads; the switches, read by every check of
-    # an environment variable, are read alone. A fresh cache: each table is parsed once.
+    # an environment variable, are read alone, and so are the NVIDIA-only callers, read when a
+    # program first asks torch.cuda.is_available(). A fresh cache: each table is parsed once.
     monkeypatch.setenv("TORCHADA_CACHE_DIR", str(tmp_path))
     parsed = []
     real = _tables.load_file
@@ -48,11 +49,14 @@ def test_tables_are_read_together_except_the_switches(tmp_path, monkeypatch):
         assert [s.name for s in _tables.load("switches").switches][:1]
         assert parsed == ["switches"]
         assert _tables.load("torch_cuda").modules["torch.cuda"].names["CUDAGraph"].to == "MUSAGraph"
-        assert sorted(parsed) == sorted(_tables.SCHEMAS)
+        alone = {"switches", "nvidia_callers"}
+        assert sorted(parsed) == sorted(set(_tables.SCHEMAS) - {"nvidia_callers"})
         assert _tables.load("libraries.json") is _tables.load("libraries")
+        assert _tables.load("nvidia_callers").callers is not None
         assert sorted(parsed) == sorted(_tables.SCHEMAS)
+        assert set(_tables._ON_THEIR_OWN) == alone
         cached = sorted(p.name.split("-")[0] for p in (tmp_path / "derived").iterdir())
-        assert cached == ["table", "tables"]
+        assert cached == ["table", "table", "tables"]
         with pytest.raises(TableError, match="no_such_table"):
             _tables.load("no_such_table")
     finally:

@@ -129,8 +129,9 @@ def test_identity_between_import_forms():
     assert importlib.reload(torch.cuda) is torch.cuda
 
 
-def test_honest_is_available_and_device_api():
-    assert torch.cuda.is_available() is False  # a CPU build of torch: honest by default
+def test_is_available_answers_for_musa_and_device_api():
+    # The GPU a CUDA program can use is there; the version still says this is not CUDA.
+    assert torch.cuda.is_available() is True and torch.version.cuda is None
     assert torch.cuda.device_count() == torch.musa.device_count() == 2
     assert torch.cuda.device_count is torch.musa.device_count
     assert torch.cuda.get_device_name(0) == "MTT S4000"
@@ -138,13 +139,14 @@ def test_honest_is_available_and_device_api():
     assert torch.cuda.CUDAGraph is torch.musa.MUSAGraph
 
 
-def test_force_cuda_available(py):
+@pytest.mark.parametrize("value, answer", [("1", True), ("0", False), ("off", False)])
+def test_force_cuda_available_switch(py, value, answer):
     r = py(
-        "import torch, torchada; print(torch.cuda.is_available())",
-        env={"TORCHADA_SIMULATE": "1", "TORCHADA_FORCE_CUDA_AVAILABLE": "1"},
+        "import torch, torchada; print(torch.cuda.is_available(), torch.musa.is_available())",
+        env={"TORCHADA_SIMULATE": "1", "TORCHADA_FORCE_CUDA_AVAILABLE": value},
     )
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip().splitlines()[-1] == "True"
+    assert r.stdout.strip().splitlines()[-1] == f"{answer} True"
 
 
 def test_filled_names_behave():

@@ -60,9 +60,12 @@ def test_the_harness_stream_switch_with_keywords():
 
 
 def test_names_torch_tests_for_stay_absent():
-    # torch.cuda.is_available() is torch's own and counts CUDA devices through
-    # _cuda_getDeviceCount: it stays honest (False on MUSA) unless asked otherwise.
-    assert torch.cuda.is_available() is False and torch.cuda.device_count() == 2
+    # torch's own torch.cuda.is_available() counts CUDA devices through _cuda_getDeviceCount,
+    # which stays absent: its answer (what TORCHADA_FORCE_CUDA_AVAILABLE=0 gives) is False.
+    from torchada._cuda.redirect import original_module
+
+    assert original_module("torch.cuda").is_available() is False
+    assert torch.cuda.is_available() is True and torch.cuda.device_count() == 2
     # torch.cuda.nccl.is_available() tests for _nccl_all_reduce; torch.cuda.comm then reduces
     # without NCCL, on the destination device.
     a = torch.ones(3, device="cuda:0")

@@ -50,6 +50,27 @@ def test_hf_causal_lm_forward_generate_amp_training_and_checkpointing(mode, cuda
     assert out["checkpointing_grad_diff"] <= 1e-6
 
 
+def test_programs_that_ask_is_available_run_on_the_gpu(mode, cuda_program, tmp_path):
+    # No flag, no environment: the "auto" device, pinned batches, the scaler, bfloat16 where it
+    # is supported, fused AdamW, Lightning's accelerator="auto" and accelerate's default device.
+    out = _result(cuda_program(mode, os.path.join(PROGRAMS, "auto_device_cuda.py"), workdir=tmp_path))
+    assert out["is_available"] is True and out["device"] == "cuda"
+    assert out["version_cuda"] == torch.version.cuda  # None on MUSA's CPU build of torch
+    assert out["fp32"] == {"pinned": True, "devices": ["musa:0"]}
+    assert out["max_weight_diff_vs_cpu"] <= 1e-6  # the same training as on the CPU
+    gpt = out["gpt_style"]
+    assert gpt["dtype"] == "bfloat16" and gpt["autocast_dtypes"] == ["torch.bfloat16"]
+    assert gpt["fused"] and not gpt["scaler_enabled"] and gpt["param_device"] == "musa:0"
+    assert _decreasing(gpt["losses"])
+    assert out["scaler"] == {"enabled": True, "scale": 65536.0}
+    assert out["lightning"] == {
+        "accelerator": "CUDAAccelerator",
+        "root_device": "cuda:0",
+        "devices": ["musa:0"],
+    }
+    assert out["accelerate"]["param_device"] == out["accelerate"]["batch_device"] == "musa:0"
+
+
 def test_dataloader_workers_side_stream_checkpoint_and_resume(mode, cuda_program, tmp_path):
     prog = os.path.join(EXAMPLES, "dataloader_resume_cuda.py")
     ckpt, full, resumed = (str(tmp_path / n) for n in ("ckpt.pt", "full.pt", "resumed.pt"))

@@ -543,6 +543,36 @@ class LibraryTable(Row):
         return [(f"{lib.cuda}.h", f"{lib.musa}.h") for lib in self.libraries if lib.header]
 
 
+# ------------------------------------------------------------------ NVIDIA-only callers
+@record
+class NvidiaCaller(Row):
+    """A function in which "CUDA available" means NVIDIA's own stack (nvidia_callers.json):
+    ``torch.cuda.is_available()`` gives torch's own answer there (False on MUSA)."""
+
+    module: str = column(_name)
+    function: str = column(_name)  # its qualified name in ``module`` (``Class.method``)
+    why: str = column(_name)
+    # How many frames up from is_available the function may sit: 1 asks directly, 2 through
+    # one helper of its library, and so on (torchada._cuda.available looks 4 frames up).
+    depth: int = column(_INT, 1)
+    since: str = column(_STR, "")  # the library release the row was read from
+
+    @classmethod
+    def _label(cls, raw: Mapping[str, Any]) -> str:
+        return f"{raw.get('module', '')}:{raw.get('function', '')}"
+
+    def _check(self, at: _At) -> "NvidiaCaller":
+        if not 1 <= self.depth <= 4:
+            raise at.child("depth").error(f"{self.depth} is outside 1..4")
+        return self
+
+
+@record
+class NvidiaCallerTable(Row):
+    doc: str = column(_STR, key="_doc")
+    callers: Tuple[NvidiaCaller, ...] = column(_list_of(_row(NvidiaCaller)))
+
+
 # ------------------------------------------------------------------ loading
 #: The schema of each table, by file stem.
 SCHEMAS: Dict[str, Type[Row]] = {
@@ -555,6 +585,7 @@ SCHEMAS: Dict[str, Type[Row]] = {
     "cuda_device_params": DeviceParamTable,
     "cuda_build": BuildTable,
     "libraries": LibraryTable,
+    "nvidia_callers": NvidiaCallerTable,
 }
 
 
@@ -581,8 +612,9 @@ def _load(stem: str) -> Any:
 
 
 #: Tables read on their own: the switches are read wherever an environment variable of ours is
-#: (the command line, the simulator), where the others are not needed.
-_ON_THEIR_OWN = ("switches",)
+#: (the command line, the simulator), where the others are not needed; the NVIDIA-only callers
+#: when a program first asks torch.cuda.is_available(), not at activation.
+_ON_THEIR_OWN = ("switches", "nvidia_callers")
 #: The rest are read together: activation reads nearly all of them, and each cached file costs
 #: more to find and open than its contents cost to read.
 _TOGETHER = tuple(stem for stem in SCHEMAS if stem not in _ON_THEIR_OWN)

@@ -17,7 +17,6 @@ from torchada_hooks import ProxyModule
 
 from .._core import tables as _tables
 from .._core import usage as _usage
-from .._core.env import flag
 from .._core.tables import ABSENT, ModuleSpec, NameRule
 from . import device_args as _device_args
 
@@ -97,32 +96,6 @@ def _unsupported_callable(api: str, why: str, instead: str, as_class: bool = Fal
     unsupported.__doc__ = message
     unsupported.__torchada_unsupported__ = message
     return unsupported
-
-
-#: Set by the runner: a program started through it was written for CUDA, so its
-#: ``"cuda" if torch.cuda.is_available() else "cpu"`` silently picking the CPU deserves a note.
-note_honest_is_available = False
-_noted_honest_is_available = False
-
-
-def _noting_is_available(original: Callable[[], bool], musa: ModuleType) -> Callable[[], bool]:
-    @functools.wraps(original)
-    def is_available() -> bool:
-        global _noted_honest_is_available
-        answer = original()
-        if not answer and not _noted_honest_is_available and musa.is_available():
-            _noted_honest_is_available = True
-            logger.warning(
-                "torchada: torch.cuda.is_available() is False on MUSA; set "
-                "TORCHADA_FORCE_CUDA_AVAILABLE=1 (or run with --cuda-available) to use the GPU"
-            )
-        return answer
-
-    return is_available
-
-
-def _force_cuda_available() -> bool:
-    return flag("TORCHADA_FORCE_CUDA_AVAILABLE")
 
 
 class Redirector:
@@ -227,12 +200,7 @@ class Redirector:
                 return wrapt.LazyObjectProxy(impl)
             return impl() if entry.call else impl
         if kind == "original":
-            if attr == "is_available" and _force_cuda_available():
-                return self._target(module_name).is_available
-            value = getattr(self.originals[module_name], attr)
-            if attr == "is_available" and note_honest_is_available:
-                return _noting_is_available(value, self._target(module_name))
-            return value
+            return getattr(self.originals[module_name], attr)
         if self._lacks(module_name, attr, entry):
             raise AttributeError(f"module {module_name!r} has no attribute {attr!r}")
         if kind == "submodule":
@@ -281,13 +249,29 @@ class Redirector:
             attrs["__all__"] = list(original.__all__)
         if original is not None and getattr(original, "__file__", None):
             attrs["__file__"] = original.__file__
-        if spec.package:
+        # A package on this torch is one through the proxy too (torch.cuda.amp), so that its
+        # submodules not imported yet can still be imported below it.
+        package = spec.package or getattr(original, "__path__", None) is not None
+        if package:
             attrs["__path__"] = list(getattr(original, "__path__", []) or [])
+        if original is not None:
+            # Module dunders the proxy never resolves (it leaves dunders to what is pre-set):
+            # ctypes.__version__ and friends read as on the original.
+            own = vars(original)
+            copied = ("__cached__", "__version__", "__annotations__")
+            attrs.update((k, own[k]) for k in copied if k in own)
+        from torchada_hooks.proxy import peek_from
+
+        # torchada's bookkeeping peeks at its proxies (__torchada_original__): reading their
+        # namespace must not resolve every name, as whole-namespace readers get it.
+        peek_from("torchada")
         proxy = ProxyModule(
             module_name,
             functools.partial(self.resolve, module_name),
-            names=self.names(module_name),
+            # Everything the module will carry (vars(), dir(), star imports list the original's
+            # names plus torchada's), the same names a seal resolves.
+            names=functools.partial(self.all_names, module_name),
             attrs=attrs,
-            is_package=spec.package,
+            is_package=package,
         )
         return proxy

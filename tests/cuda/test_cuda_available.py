@@ -1,0 +1,161 @@
+"""torch.cuda.is_available() on MUSA: the device's answer by default, torch's own inside the
+NVIDIA-only callers of tables/nvidia_callers.json (each row checked here), and the published
+answer on request."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import threading
+
+import pytest
+import torch
+from conftest import REPO, run_cuda_program
+
+from torchada._core import tables as _tables
+from torchada._cuda import available as _available
+from torchada._cuda.redirect import original_module
+
+ROWS = _tables.load("nvidia_callers").callers
+
+pytestmark = pytest.mark.usefixtures("torchada_on")
+
+
+ASK = "torch.cuda.is_available()"
+
+
+def _asker(module: str, function: str, depth: int):
+    """A callable whose frame ``depth`` frames above torch.cuda.is_available() is ``function``
+    of ``module`` (``"<module>"``: module-level code), as the library's own code would be."""
+    helpers = "".join(
+        f"def _helper{i}():\n    return {f'_helper{i + 1}()' if i + 1 < depth else ASK}\n"
+        for i in range(1, depth)
+    )
+    call = "_helper1()" if depth > 1 else ASK
+    if function == "<module>":
+        source = f"{helpers}answer = {call}\n"
+        return lambda: _exec(source, module)["answer"]
+    parts = function.split(".")
+    lines, indent = [], ""
+    for owner in parts[:-1]:  # Class.method: the method's qualname is the row's
+        lines.append(f"{indent}class {owner}:")
+        indent += "    "
+    if len(parts) > 1:
+        lines.append(f"{indent}@staticmethod")
+    lines += [f"{indent}def {parts[-1]}():", f"{indent}    return {call}"]
+    target = _exec(helpers + "\n".join(lines) + "\n", module)[parts[0]]
+    for part in parts[1:]:
+        target = getattr(target, part)
+    return target
+
+
+def _exec(source: str, module: str) -> dict:
+    namespace = {"__name__": module, "torch": torch}
+    exec(compile(source, f"<{module}>", "exec"), namespace)
+    return namespace
+
+
+def test_the_default_answer_is_the_devices():
+    assert torch.cuda.is_available() is True is torch.musa.is_available()
+    # Not CUDA: version checks are not fooled (torch_musa runs on a CPU build, where it is None;
+    # the CI's CUDA builds of older torches keep theirs).
+    assert torch.version.cuda is None or "+cpu" not in torch.__version__
+    assert original_module("torch.cuda").is_available() is False  # torch's own, on this build
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[f"{r.module}:{r.function}" for r in ROWS])
+def test_each_nvidia_caller_gets_torchs_own_answer(row):
+    assert _asker(row.module, row.function, row.depth)() is False
+    assert _available.nvidia_caller is not None
+    if row.depth < 4:  # one frame further away, the row no longer applies
+        assert _asker(row.module, row.function, row.depth + 1)() is True
+    assert _asker(row.module + "_elsewhere", row.function, 1)() is True
+
+
+def test_a_caller_elsewhere_gets_the_devices_answer():
+    assert _asker("my_training_script", "pick_device", 1)() is True
+    assert _asker("__main__", "<module>", 1)() is True
+
+
+def test_answers_are_per_thread_and_per_call():
+    # No shared state: a thread inside an NVIDIA-only caller never changes another's answer.
+    if not ROWS:
+        pytest.skip("the table has no rows")
+    row = ROWS[0]
+    nvidia = _asker(row.module, row.function, row.depth)
+    results = {"nvidia": set(), "program": set()}
+    barrier = threading.Barrier(4)
+
+    def run(kind, fn):
+        barrier.wait()
+        for _ in range(300):
+            results[kind].add(fn())
+
+    threads = [
+        threading.Thread(target=run, args=(kind, fn))
+        for kind, fn in (("nvidia", nvidia), ("program", torch.cuda.is_available)) * 2
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {"nvidia": {False}, "program": {True}}
+
+
+def test_disable_puts_torchs_own_function_back():
+    import torchada
+
+    served = torch.cuda.is_available
+    assert served.__torchada_musa__ is torch.musa.is_available
+    torchada.disable()
+    try:
+        assert torch.cuda.is_available is original_module("torch.cuda").is_available
+        assert torch.cuda.is_available() is False
+    finally:
+        assert torchada.enable()
+    assert torch.cuda.is_available() is True
+
+
+def test_a_bad_row_is_refused_when_the_table_loads(tmp_path):
+    table = json.loads((_tables.TABLES_DIR / "nvidia_callers.json").read_text())
+    table["callers"] = [{"module": "lib", "function": "f", "why": "w", "depth": 9}]
+    path = tmp_path / "nvidia_callers.json"
+    path.write_text(json.dumps(table))
+    with pytest.raises(_tables.TableError, match=r"lib:f.*'depth'.*9 is outside 1..4"):
+        _tables.load_file(path, "nvidia_callers")
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("bitsandbytes") is None,
+    reason="bitsandbytes is not installed (it is in the 'test' extra)",
+)
+def test_bitsandbytes_import_takes_its_cpu_backend_not_cuda_kernels(tmp_path):
+    # Its import guard means NVIDIA's stack: told True it registers its CUDA kernels and picks
+    # its CUDA backend. Inside it, torch's own answer; the program around it still sees the GPU.
+    prog = tmp_path / "bnb_cuda.py"
+    prog.write_text(
+        "import json, sys, torch\n"
+        "import bitsandbytes\n"
+        "from bitsandbytes import cextension\n"
+        "print(json.dumps([torch.cuda.is_available(), cextension.BNB_BACKEND,\n"
+        "                  'bitsandbytes.backends.cuda.ops' in sys.modules]))\n"
+    )
+    r = run_cuda_program("import", str(prog), workdir=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert json.loads(r.stdout.splitlines()[-1]) == [True, "CPU", False]
+
+
+def test_the_published_answer_on_request(tmp_path):
+    # TORCHADA_FORCE_CUDA_AVAILABLE=0: False, as the published torchada answers; the same
+    # program then chooses the CPU itself (its own choice, not an error).
+    prog = os.path.join(REPO, "tests", "e2e", "e2e_programs", "auto_device_cuda.py")
+    r = run_cuda_program(
+        "import", prog, workdir=tmp_path, extra_env={"TORCHADA_FORCE_CUDA_AVAILABLE": "0"}
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads([x for x in r.stdout.splitlines() if x.startswith("{")][-1])
+    assert out["is_available"] is False and out["device"] == "cpu"
+    assert out["fp32"] == {"pinned": False, "devices": ["cpu"]}
+    assert out["gpt_style"]["dtype"] == "float16" and out["gpt_style"]["param_device"] == "cpu"
+    assert out["scaler"] == {"enabled": False, "scale": None}

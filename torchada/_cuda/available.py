@@ -1,0 +1,115 @@
+"""``torch.cuda.is_available()`` on MUSA: True where the MUSA device is, so that a CUDA program's
+``"cuda" if torch.cuda.is_available() else "cpu"`` runs on the GPU it can use.
+
+Some callers mean NVIDIA's own stack by "CUDA available" (a CUDA-only kernel library's import
+guard, NVRTC, ``nvidia-smi``): ``tables/nvidia_callers.json`` lists them, and inside those
+functions the answer is torch's own (False on MUSA). The caller is read from the calling frames
+when the question is asked, so nothing is patched in those libraries: the answer needs no lock,
+is right in every thread and for libraries imported at any time, and ``disable()`` undoes it by
+putting torch's ``is_available`` back like any other redirected name.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from types import FrameType, ModuleType
+from typing import Callable, Dict, FrozenSet, Optional, Tuple
+
+from .._core import tables as _tables
+from .._core.env import flag
+
+#: How far up from ``is_available`` the table's functions are looked for: a row's function may
+#: ask through a helper of its own library (``is_torch_cuda_available()``).
+_MAX_DEPTH = 4
+
+
+@functools.lru_cache(maxsize=1)
+def _callers() -> Tuple[FrozenSet[str], Dict[Tuple[str, str], int]]:
+    """(modules named in the table, {(module, function): frames up it may sit})."""
+    rows = _tables.load("nvidia_callers").callers
+    return frozenset(r.module for r in rows), {(r.module, r.function): r.depth for r in rows}
+
+
+def _qualname(frame: FrameType) -> str:
+    code = frame.f_code
+    return getattr(code, "co_qualname", code.co_name)  # co_qualname: Python 3.11+
+
+
+def nvidia_caller(frame: Optional[FrameType]) -> Optional[Tuple[str, str]]:
+    """The table's ``(module, function)`` that ``frame`` (the caller of ``is_available``) or one
+    of the frames above it belongs to, if any.
+
+    Example::
+
+        >>> import sys
+        >>> nvidia_caller(sys._getframe()) is None
+        True
+    """
+    modules, rows = _callers()
+    for depth in range(1, _MAX_DEPTH + 1):
+        if frame is None:
+            return None
+        module = frame.f_globals.get("__name__")
+        if module in modules:
+            for name in (_qualname(frame), frame.f_code.co_name):
+                allowed = rows.get((module, name))
+                if allowed is not None and depth <= allowed:
+                    return module, name
+        frame = frame.f_back
+    return None
+
+
+def is_available_for(musa_is_available: Callable[[], bool], original: ModuleType) -> Callable:
+    """``torch.cuda.is_available`` as torchada serves it: ``musa_is_available()``, except inside
+    the functions of ``tables/nvidia_callers.json``, where it is torch's own answer.
+
+    Example::
+
+        >>> import torch
+        >>> f = is_available_for(lambda: True, torch.cuda)  # doctest: +SKIP
+        >>> f()  # doctest: +SKIP
+        True
+    """
+    torch_answer = original.is_available
+
+    @functools.wraps(torch_answer)
+    def is_available() -> bool:
+        if nvidia_caller(sys._getframe(1)) is not None:
+            return torch_answer()
+        return musa_is_available()
+
+    is_available.__torchada_musa__ = musa_is_available  # type: ignore[attr-defined]
+    return is_available
+
+
+def answers_for_musa() -> bool:
+    """Whether ``torch.cuda.is_available()`` answers for the MUSA device (the default).
+    ``TORCHADA_FORCE_CUDA_AVAILABLE=0`` (the runner's ``--no-cuda-available``) keeps torch's own
+    answer, False on MUSA, as the published adapter gives.
+
+    Example::
+
+        >>> answers_for_musa()  # doctest: +SKIP
+        True
+    """
+    return flag("TORCHADA_FORCE_CUDA_AVAILABLE", default=True)
+
+
+def served() -> Callable[[], bool]:
+    """What the ``torch.cuda`` proxy serves as ``is_available`` (its row in torch_cuda.json).
+
+    Example::
+
+        >>> import torch, torchada  # doctest: +SKIP
+        >>> torch.cuda.is_available()  # doctest: +SKIP
+        True
+    """
+    import torch_musa
+
+    from .redirect import original_module
+
+    original = original_module("torch.cuda")
+    if not answers_for_musa():
+        return original.is_available
+    return is_available_for(torch_musa.is_available, original)
