@@ -159,3 +159,17 @@ def test_the_published_answer_on_request(tmp_path):
     assert out["fp32"] == {"pinned": False, "devices": ["cpu"]}
     assert out["gpt_style"]["dtype"] == "float16" and out["gpt_style"]["param_device"] == "cpu"
     assert out["scaler"] == {"enabled": False, "scale": None}
+
+
+def test_compiled_code_that_asks_is_available_takes_the_gpu_branch():
+    # Dynamo evaluates the question at trace time, in one graph, as it does for CUDA's.
+    import torch._dynamo.testing
+
+    def step(x):
+        return x.sin() if torch.cuda.is_available() else x.cos()
+
+    counter = torch._dynamo.testing.CompileCounter()
+    compiled = torch.compile(step, backend=counter, fullgraph=True)
+    x = torch.linspace(0, 1, 5, device="cuda")
+    assert torch.equal(compiled(x), x.sin()) and counter.frame_count == 1
+    torch._dynamo.reset()
