@@ -1,6 +1,7 @@
 """A CUDA-written DDP training script (torchrun --nproc-per-node N ddp_cuda.py [--out DIR]).
 
-Nothing here knows about MUSA: backend "nccl", device_ids=[local_rank], torch.cuda.set_device.
+Nothing here knows about MUSA: it asks torch.cuda.is_available() and then takes backend "nccl",
+device_ids=[local_rank] and torch.cuda.set_device (Gloo on the CPU otherwise), as CUDA examples do.
 Each rank starts from different random weights (DDP makes rank 0's everyone's) and trains on its
 own shard. It checks itself against a CPU reference: full-batch training on all shards from rank
 0's initial weights is what DDP's gradient averaging must reproduce.
@@ -32,30 +33,33 @@ def main() -> None:
     parser.add_argument("--out", default="")
     args = parser.parse_args()
 
-    dist.init_process_group(backend="nccl")
+    use_cuda = torch.cuda.is_available()
+    dist.init_process_group(backend="nccl" if use_cuda else "gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     local_rank = int(os.environ["LOCAL_RANK"])
-    torch.cuda.set_device(local_rank)
+    device = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
+    if use_cuda:
+        torch.cuda.set_device(local_rank)
 
     # Collectives: each rank contributes rank + 1.
-    t = torch.tensor([rank + 1.0, 2.0 * (rank + 1)], device="cuda")
+    t = torch.tensor([rank + 1.0, 2.0 * (rank + 1)], device=device)
     dist.all_reduce(t)
     all_reduce_sum = t.tolist()
-    t = torch.tensor([float(rank + 1)], device="cuda")
+    t = torch.tensor([float(rank + 1)], device=device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     all_reduce_max = t.item()
-    gathered = [torch.empty(1, device="cuda") for _ in range(world)]
-    dist.all_gather(gathered, torch.tensor([10.0 * rank], device="cuda"))
+    gathered = [torch.empty(1, device=device) for _ in range(world)]
+    dist.all_gather(gathered, torch.tensor([10.0 * rank], device=device))
 
     torch.manual_seed(1234 + rank)
-    model = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 1)).cuda(local_rank)
-    ddp = DDP(model, device_ids=[local_rank])
+    model = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 1)).to(device)
+    ddp = DDP(model, device_ids=[local_rank] if use_cuda else None)
     reference = copy.deepcopy(model).cpu()  # rank 0's initial weights, after DDP's broadcast
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
     ref_opt = torch.optim.SGD(reference.parameters(), lr=0.05)
 
     x, y = shard(rank)
-    x, y = x.cuda(local_rank), y.cuda(local_rank)
+    x, y = x.to(device), y.to(device)
     shards = [shard(r) for r in range(world)]
     all_x = torch.cat([s[0] for s in shards])
     all_y = torch.cat([s[1] for s in shards])
@@ -70,7 +74,7 @@ def main() -> None:
         nn.functional.mse_loss(reference(all_x), all_y).backward()
         ref_opt.step()
 
-    total = torch.tensor([losses[-1]], device=f"cuda:{local_rank}")
+    total = torch.tensor([losses[-1]], device=device)
     dist.all_reduce(total)
     weights = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).cpu()
     ref_weights = torch.cat([p.detach().reshape(-1) for p in reference.parameters()])
