@@ -10,6 +10,10 @@ file is written again afterwards (where Python writes bytecode: not under
 ``PYTHONDONTWRITEBYTECODE`` or ``-B``). A module is served only from the folder a normal import
 would find it in, its parent package's ``__path__``; its ``__file__``, ``__spec__`` and source
 (``inspect.getsource``, tracebacks) are those of the normal import.
+
+The file holds code that is run, so it is read only where torchada's cache trusts it (owned by this
+user or root, writable by no one else: torchada._core.cache.read_trusted); elsewhere the modules
+are imported the normal way.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from pathlib import Path
 from types import CodeType, ModuleType
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from .cache import cache_root, write_atomically
+from .cache import cache_root, read_trusted, write_atomically
 
 logger = logging.getLogger("torchada")
 
@@ -105,17 +109,34 @@ def bundle_path(name: str, packages: Sequence[ModuleType]) -> str:
 
 
 def _read(path: str) -> Dict[str, Entry]:
-    try:
-        with open(path, "rb") as f:
-            # One read: marshal.load on a file reads it object by object, several times slower.
-            data = marshal.loads(f.read())
-        if isinstance(data, tuple) and len(data) == 2 and data[0] == _FORMAT:
-            return data[1]
-    except FileNotFoundError:
+    # Marshalled code is run: read only where no other user could have written it (torchada's
+    # cache checks owner and mode), else the modules are imported the normal way.
+    raw = read_trusted(Path(path))
+    if raw is None:
         return {}
+    try:
+        # One read: marshal.load on a file reads it object by object, several times slower.
+        data = marshal.loads(raw)
+        if isinstance(data, tuple) and len(data) == 2 and data[0] == _FORMAT:
+            entries = data[1]
+            if isinstance(entries, dict) and all(map(_well_formed, entries.values())):
+                return entries
+            logger.debug("torchada: module bundle %s holds another layout; written again", path)
     except Exception as exc:  # cut short, or written by another layout: written again
         logger.debug("torchada: module bundle %s unreadable (%s); imported normally", path, exc)
     return {}
+
+
+def _well_formed(entry: Any) -> bool:
+    return (
+        type(entry) is tuple
+        and len(entry) == 5
+        and type(entry[0]) is str
+        and type(entry[1]) is int
+        and type(entry[2]) is int
+        and type(entry[3]) is bool
+        and type(entry[4]) is bytes
+    )
 
 
 def _entry(module: ModuleType) -> Optional[Entry]:

@@ -8,7 +8,8 @@ process that reads a table (activation on MUSA does). :func:`record` gives a cla
 behaviour from shared generic methods: keyword or positional construction with defaults and
 default factories, immutability, equality and hashing by fields, the dataclass ``repr``, and
 :func:`fields` and :func:`replace` in place of ``dataclasses.fields`` and ``dataclasses.replace``.
-Instances pickle by class and attribute values, as dataclass instances do.
+Instances pickle by class and attribute values, as dataclass instances do; torchada's cache
+stores them as data (:func:`record_class` finds the class again).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Type, TypeVar
 
-__all__ = ["MISSING", "Field", "field", "fields", "record", "replace"]
+__all__ = ["MISSING", "Field", "field", "fields", "record", "record_class", "replace"]
 
 
 class _Missing:
@@ -109,6 +110,26 @@ def replace(obj: T, **changes: Any) -> T:
         raise TypeError(f"{type(obj).__name__} has no field {sorted(unknown)[0]!r}")
     values.update(changes)
     return type(obj)(**values)
+
+
+#: Every record class made so far, by ``module:qualname``: what a stored value may name.
+_classes: Dict[str, type] = {}
+
+
+def record_class(name: str) -> Optional[type]:
+    """The record class named ``module:qualname``, if it has been made in this process (nothing is
+    imported to find it): how torchada's cache (torchada._core.cache) turns stored data back
+    into records without running anything the data names.
+
+    Example::
+
+        >>> @record
+        ... class Point:
+        ...     x: int
+        >>> record_class(f"{__name__}:Point") is Point
+        True
+    """
+    return _classes.get(name)
 
 
 def _init(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -207,6 +228,7 @@ def record(cls: Type[T]) -> Type[T]:
             raise TypeError(f"{cls.__name__}: field {f.name!r} without a default follows one with")
         seen_default = seen_default or has_default
     cls.__record_fields__ = all_fields  # type: ignore[attr-defined]
+    _classes[f"{cls.__module__}:{cls.__qualname__}"] = cls
     methods = {
         "__init__": _init,
         "__repr__": _repr,

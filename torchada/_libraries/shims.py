@@ -76,7 +76,10 @@ def build(cuda_name: str = "libcudart") -> Path:
     compiler = hashlib.sha256(c_compiler().encode()).hexdigest()[:8]
     inputs = [*_inputs(), _include() / "forward.h"]
     remembered = derived(
-        f"cuda-shim-library-{cuda_name}-{compiler}", inputs, lambda: str(_build(cuda_name))
+        f"cuda-shim-library-{cuda_name}-{compiler}",
+        inputs,
+        lambda: str(_build(cuda_name)),
+        check=lambda value: type(value) is str,
     )
     path = Path(remembered)
     return path if is_intact_build(path) else _build(cuda_name)
@@ -104,14 +107,23 @@ def _inputs() -> List[Path]:
 
 
 def _build(cuda_name: str) -> Path:
-    from .._core.cache import derived, write_atomically
+    from .._core.cache import derived, private_root, read_trusted, trusted, write_atomically
     from .._native.build import build_shared_libraries, cache_root
 
-    source = derived(f"cuda-shim-{cuda_name}", _inputs(), lambda: _source(cuda_name))
-    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-    generated = cache_root() / "cuda_shims_src" / digest / f"{cuda_name}.c"
-    if not generated.exists():
-        write_atomically(generated, source.encode())
+    source = derived(
+        f"cuda-shim-{cuda_name}",
+        _inputs(),
+        lambda: _source(cuda_name),
+        check=lambda value: type(value) is str,
+    )
+    data = source.encode()
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    where = Path("cuda_shims_src", digest, f"{cuda_name}.c")
+    generated = cache_root() / where
+    if not trusted(generated):  # another user's file is compiled into no library of ours
+        generated = private_root() / where
+    if read_trusted(generated) != data:  # compared, not trusted by name: it is compiled
+        write_atomically(generated, data)
     built = build_shared_libraries(
         "torchada_cuda_shims",
         [generated],

@@ -8,6 +8,11 @@ The lock is ``fcntl.flock`` on a file beside the build directory: the kernel dro
 holder dies, so a build killed half-way never makes a later import wait forever (torch's own lock
 file does).
 
+A cached library is loaded only from a build directory, marker and library that no other user
+could have written (torchada._core.cache.trusted: owner and mode, a few ``stat`` calls); where one
+could have, the build is done again in a private directory of this user's. Builds are made private
+(0700 folders, 0600 marker).
+
 Extensions with MUSA kernel sources (``.mu``) are compiled by torch_musa's own loader
 (``torch_musa.utils.musa_extension``), which drives mcc; callers decide whether mcc exists.
 """
@@ -30,7 +35,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, ContextManager, Dict, Iterator, List, Optional, Sequence
 
-from .._core.cache import cache_root
+from .._core.cache import cache_root, make_dirs, private_root, trusted, write_atomically
 from .._core.records import record
 
 logger = logging.getLogger("torchada")
@@ -140,10 +145,22 @@ def _fingerprint(path: Path) -> str:
 
 
 def _seal(done: Path, artefacts: Sequence[Path]) -> None:
-    """Record what a completed build produced (name, size, mtime, sha256), written atomically."""
-    tmp = done.with_name(done.name + ".tmp")
-    tmp.write_text("".join(_fingerprint(a) + "\n" for a in artefacts))
-    tmp.replace(done)
+    """Record what a completed build produced (name, size, mtime, sha256), written atomically;
+    the artefacts are made this user's alone (a linker honours the umask, which may let the group
+    write)."""
+    for artefact in artefacts:
+        os.chmod(artefact, 0o700)
+    write_atomically(done, "".join(_fingerprint(a) + "\n" for a in artefacts).encode())
+
+
+def _build_dir(name: str, key: str, files: Sequence[str]) -> Path:
+    """Where build ``key`` of ``name`` lives: in the cache, unless its directory, marker or
+    ``files`` there could have been written by another user (said once); then in a private
+    directory of this user's."""
+    build_dir = cache_root() / name / key
+    if all(trusted(build_dir / f) for f in (".complete", *files)):
+        return build_dir
+    return private_root() / name / key
 
 
 def _intact(done: Path, artefacts: Sequence[Path]) -> bool:
@@ -191,7 +208,7 @@ def is_intact_build(artefact: Path) -> bool:
         False
     """
     done = artefact.parent / ".complete"
-    return done.exists() and _intact(done, [artefact])
+    return trusted(done) and trusted(artefact) and done.exists() and _intact(done, [artefact])
 
 
 @contextlib.contextmanager
@@ -200,8 +217,8 @@ def _locked(path: Path, what: str = "") -> Iterator[None]:
     the process that builds, and again every :data:`WAIT_REPORT_SECONDS` (a cold build takes
     minutes: silence looks like a hang)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fh = open(path, "a+")
+        make_dirs(path.parent)
+        fh = open(os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600), "a+")
     except OSError as err:
         raise NativeBuildError(
             f"cannot build in the cache directory {cache_root()} ({err}); set TORCHADA_CACHE_DIR "
@@ -249,7 +266,7 @@ def _private_dir(build_dir: Path) -> Path:
     for stale in build_dir.parent.glob(f"{build_dir.name}.building-*"):
         shutil.rmtree(stale, ignore_errors=True)
     private = build_dir.parent / f"{build_dir.name}.building-{os.getpid()}"
-    private.mkdir(parents=True)
+    make_dirs(private)
     return private
 
 
@@ -366,7 +383,7 @@ def load_torch_extension(
     # csrc/torch_features.h, which every native source may include, is part of every key.
     extras.append(f"csrc {headers_digest(csrc_dir())}")
     key = build_key(sources, torch.__version__, *extras)
-    build_dir = cache_root() / name / key
+    build_dir = _build_dir(name, key, [f"{name}.so"])
     artefact = build_dir / f"{name}.so"
     # The marker, not the .so, says "done": a link killed half-way can leave a truncated .so.
     done = build_dir / ".complete"
@@ -440,7 +457,7 @@ def build_shared_libraries(
     sources = [Path(s) for s in sources]
     cc = c_compiler()
     key = build_key([*sources, *map(Path, depends)], cc, *cflags)
-    build_dir = cache_root() / name / key
+    build_dir = _build_dir(name, key, [f"{s.stem}.so" for s in sources])
     outputs = {s.stem: build_dir / f"{s.stem}.so" for s in sources}
     done = build_dir / ".complete"
     if done.exists() and _intact(done, list(outputs.values())):
