@@ -1,6 +1,7 @@
 """torch.cuda.is_available() on MUSA: the device's answer by default, torch's own inside the
 NVIDIA-only callers of tables/nvidia_callers.json (each row checked here), and the published
-answer on request."""
+answer on request. CI also runs this file with TORCHADA_FORCE_CUDA_AVAILABLE=0 (``FOR_MUSA``
+False): every answer is then torch's own."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from torchada._cuda import available as _available
 from torchada._cuda.redirect import original_module
 
 ROWS = _tables.load("nvidia_callers").callers
+FOR_MUSA = _available.answers_for_musa()
 
 pytestmark = pytest.mark.usefixtures("torchada_on")
 
@@ -57,7 +59,8 @@ def _exec(source: str, module: str) -> dict:
 
 
 def test_the_default_answer_is_the_devices():
-    assert torch.cuda.is_available() is True is torch.musa.is_available()
+    assert torch.musa.is_available() is True
+    assert torch.cuda.is_available() is FOR_MUSA
     # Not CUDA: version checks are not fooled (torch_musa runs on a CPU build, where it is None;
     # the CI's CUDA builds of older torches keep theirs).
     assert torch.version.cuda is None or "+cpu" not in torch.__version__
@@ -69,13 +72,13 @@ def test_each_nvidia_caller_gets_torchs_own_answer(row):
     assert _asker(row.module, row.function, row.depth)() is False
     assert _available.nvidia_caller is not None
     if row.depth < 4:  # one frame further away, the row no longer applies
-        assert _asker(row.module, row.function, row.depth + 1)() is True
-    assert _asker(row.module + "_elsewhere", row.function, 1)() is True
+        assert _asker(row.module, row.function, row.depth + 1)() is FOR_MUSA
+    assert _asker(row.module + "_elsewhere", row.function, 1)() is FOR_MUSA
 
 
 def test_a_caller_elsewhere_gets_the_devices_answer():
-    assert _asker("my_training_script", "pick_device", 1)() is True
-    assert _asker("__main__", "<module>", 1)() is True
+    assert _asker("my_training_script", "pick_device", 1)() is FOR_MUSA
+    assert _asker("__main__", "<module>", 1)() is FOR_MUSA
 
 
 def test_answers_are_per_thread_and_per_call():
@@ -100,21 +103,24 @@ def test_answers_are_per_thread_and_per_call():
         t.start()
     for t in threads:
         t.join()
-    assert results == {"nvidia": {False}, "program": {True}}
+    assert results == {"nvidia": {False}, "program": {FOR_MUSA}}
 
 
 def test_disable_puts_torchs_own_function_back():
     import torchada
 
     served = torch.cuda.is_available
-    assert served.__torchada_musa__ is torch.musa.is_available
+    if FOR_MUSA:
+        assert served.__torchada_musa__ is torch.musa.is_available
+    else:
+        assert served is original_module("torch.cuda").is_available
     torchada.disable()
     try:
         assert torch.cuda.is_available is original_module("torch.cuda").is_available
         assert torch.cuda.is_available() is False
     finally:
         assert torchada.enable()
-    assert torch.cuda.is_available() is True
+    assert torch.cuda.is_available() is FOR_MUSA
 
 
 def test_a_bad_row_is_refused_when_the_table_loads(tmp_path):
@@ -143,7 +149,7 @@ def test_bitsandbytes_import_takes_its_cpu_backend_not_cuda_kernels(tmp_path):
     )
     r = run_cuda_program("import", str(prog), workdir=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert json.loads(r.stdout.splitlines()[-1]) == [True, "CPU", False]
+    assert json.loads(r.stdout.splitlines()[-1]) == [FOR_MUSA, "CPU", False]
 
 
 def test_the_published_answer_on_request(tmp_path):
@@ -171,5 +177,6 @@ def test_compiled_code_that_asks_is_available_takes_the_gpu_branch():
     counter = torch._dynamo.testing.CompileCounter()
     compiled = torch.compile(step, backend=counter, fullgraph=True)
     x = torch.linspace(0, 1, 5, device="cuda")
-    assert torch.equal(compiled(x), x.sin()) and counter.frame_count == 1
+    expected = x.sin() if FOR_MUSA else x.cos()
+    assert torch.equal(compiled(x), expected) and counter.frame_count == 1
     torch._dynamo.reset()

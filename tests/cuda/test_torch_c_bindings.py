@@ -65,7 +65,7 @@ def test_names_torch_tests_for_stay_absent():
     from torchada._cuda.redirect import original_module
 
     assert original_module("torch.cuda").is_available() is False
-    assert torch.cuda.is_available() is True and torch.cuda.device_count() == 2
+    assert torch.cuda.device_count() == 2
     # torch.cuda.nccl.is_available() tests for _nccl_all_reduce; torch.cuda.comm then reduces
     # without NCCL, on the destination device.
     a = torch.ones(3, device="cuda:0")

@@ -57,4 +57,3 @@ def test_fsdp2_fully_shard_on_a_cuda_device_mesh(mode, cuda_program, tmp_path):
         losses = res["losses"]
         assert all(math.isfinite(v) for v in losses) and losses[-1] < 0.5 * losses[0]
     assert ranks[0]["checksum"] == ranks[1]["checksum"]
-
