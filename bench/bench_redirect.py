@@ -62,6 +62,31 @@ def test_device_count_candidate(benchmark):
     benchmark(_count_loop_cuda)
 
 
+def _available_loop(fn):
+    def loop():
+        for _ in range(N):
+            fn()
+
+    return loop
+
+
+# torch.cuda.is_available() as torchada serves it (the MUSA device's answer, after a look at the
+# calling frame for NVIDIA-only callers) against torch's own function, which the program called
+# before: asking must not cost more than it did.
+@pytest.mark.benchmark(group="call: torch.cuda.is_available() x1000")
+def test_is_available_baseline(benchmark):
+    from torchada._cuda.redirect import original_module
+
+    mark(benchmark, "baseline")
+    benchmark(_available_loop(original_module("torch.cuda").is_available))
+
+
+@pytest.mark.benchmark(group="call: torch.cuda.is_available() x1000")
+def test_is_available_candidate(benchmark):
+    mark(benchmark, "candidate", target=1.0)
+    benchmark(_available_loop(torch.cuda.is_available))
+
+
 SIM = {"TORCHADA_SIMULATE": "1"}
 
 # Start-up costs: medians of fresh processes (conftest.median_child_ms); the runner's, of pairs.

@@ -19,16 +19,12 @@ from typing import Callable, Dict, FrozenSet, Optional, Tuple
 from .._core import tables as _tables
 from .._core.env import flag
 
-#: How far up from ``is_available`` the table's functions are looked for: a row's function may
-#: ask through a helper of its own library (``is_torch_cuda_available()``).
-_MAX_DEPTH = 4
-
-
 @functools.lru_cache(maxsize=1)
-def _callers() -> Tuple[FrozenSet[str], Dict[Tuple[str, str], int]]:
-    """(modules named in the table, {(module, function): frames up it may sit})."""
+def _callers() -> Tuple[FrozenSet[str], Dict[Tuple[str, str], int], int]:
+    """(modules named in the table, {(module, function): frames up it may sit}, the deepest)."""
     rows = _tables.load("nvidia_callers").callers
-    return frozenset(r.module for r in rows), {(r.module, r.function): r.depth for r in rows}
+    table = {(r.module, r.function): r.depth for r in rows}
+    return frozenset(r.module for r in rows), table, max(table.values(), default=0)
 
 
 def _qualname(frame: FrameType) -> str:
@@ -38,7 +34,8 @@ def _qualname(frame: FrameType) -> str:
 
 def nvidia_caller(frame: Optional[FrameType]) -> Optional[Tuple[str, str]]:
     """The table's ``(module, function)`` that ``frame`` (the caller of ``is_available``) or one
-    of the frames above it belongs to, if any.
+    of the frames above it belongs to, if any. Looks only as far up as the deepest row allows,
+    and at a frame's function only when its module is in the table: a few dictionary lookups.
 
     Example::
 
@@ -46,10 +43,9 @@ def nvidia_caller(frame: Optional[FrameType]) -> Optional[Tuple[str, str]]:
         >>> nvidia_caller(sys._getframe()) is None
         True
     """
-    modules, rows = _callers()
-    for depth in range(1, _MAX_DEPTH + 1):
-        if frame is None:
-            return None
+    modules, rows, deepest = _callers()
+    depth = 1
+    while frame is not None and depth <= deepest:
         module = frame.f_globals.get("__name__")
         if module in modules:
             for name in (_qualname(frame), frame.f_code.co_name):
@@ -57,6 +53,7 @@ def nvidia_caller(frame: Optional[FrameType]) -> Optional[Tuple[str, str]]:
                 if allowed is not None and depth <= allowed:
                     return module, name
         frame = frame.f_back
+        depth += 1
     return None
 
 
@@ -72,10 +69,11 @@ def is_available_for(musa_is_available: Callable[[], bool], original: ModuleType
         True
     """
     torch_answer = original.is_available
+    getframe = sys._getframe
 
     @functools.wraps(torch_answer)
     def is_available() -> bool:
-        if nvidia_caller(sys._getframe(1)) is not None:
+        if nvidia_caller(getframe(1)) is not None:
             return torch_answer()
         return musa_is_available()
 
