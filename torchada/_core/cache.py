@@ -237,8 +237,8 @@ def trusted(path: Path, *, warn: bool = True) -> bool:
     while here != root and here.parent != here:
         chain.append(here)
         here = here.parent
-    if here != root:  # outside the cache: judged on its own
-        chain = [path]
+    if here != root:  # outside the cache: judged with its folder
+        chain = [path, path.parent]
     for item in reversed(chain):
         key = os.fspath(item)
         why = _verdicts.get(key)
@@ -384,8 +384,12 @@ class _Encoder:
         else:
             reduce = kind.__reduce__
             name = reduce(value) if reduce is not object.__reduce__ else None
-            if isinstance(name, str) and _singleton(f"{kind.__module__}:{name}") is value:
-                return f"{kind.__module__}:{name}", True
+            if isinstance(name, str):
+                try:
+                    if _singleton(f"{kind.__module__}:{name}") is value:
+                        return f"{kind.__module__}:{name}", True
+                except ValueError:
+                    pass
             raise TypeError(f"a {kind.__name__} is not stored as data")
         self.numbers[id(value)] = len(self.done)
         self.done.append(value)
