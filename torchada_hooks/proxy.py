@@ -116,6 +116,7 @@ class _Resolution:
 
     __slots__ = (
         "complete",
+        "filling",
         "fresh",
         "locks",
         "module",
@@ -156,6 +157,7 @@ class _Resolution:
         self.pending_seal: tuple[str, ...] | Callable[[], Iterable[str]] | None = None
         # Whether every advertised name has been resolved (see fill); a reload clears it.
         self.complete = False
+        self.filling: set[int] = set()  # threads running fill()
         # The module attributes set at construction, restored when a reload is refused.
         self.presets: dict[str, Any] = {}
 
@@ -218,21 +220,27 @@ class _Resolution:
         seal now when a seal is pending: whole-namespace readers then see every name."""
         if self.complete:
             return
-        # Set first: a resolver that reads vars() of this proxy must not start another fill.
-        self.complete = True
-        pending = self.pending_seal
-        if pending is not None:
-            self.pending_seal = None
-            seal(self.module, pending() if callable(pending) else pending)
-            return
-        if self.names is None:
-            return
-        for attr in self.names():
-            if attr not in self.namespace and not _is_dunder(attr):
-                try:
-                    self.getattr(attr)
-                except AttributeError:
-                    pass
+        me = threading.get_ident()
+        if me in self.filling:
+            return  # a resolver of this fill reads vars() of this proxy: it gets it as it is
+        # No proxy-wide lock (see getattr): a concurrent reader fills too, and the per-name locks
+        # resolve each name once; both get the complete namespace.
+        self.filling.add(me)
+        try:
+            pending = self.pending_seal
+            if pending is not None:
+                self.pending_seal = None
+                seal(self.module, pending() if callable(pending) else pending)
+            elif self.names is not None:
+                for attr in self.names():
+                    if attr not in self.namespace and not _is_dunder(attr):
+                        try:
+                            self.getattr(attr)
+                        except AttributeError:
+                            pass
+            self.complete = True
+        finally:
+            self.filling.discard(me)
 
     def refuse_reload(self) -> None:
         """Called when another finder's loader starts running module source in the namespace (a
@@ -527,6 +535,9 @@ class ProxyLoader:
     ``exec_module`` comes from :func:`importlib.reload`; it forgets every resolved attribute so the
     next access resolves it again. Pre-set attributes, attributes assigned by users and child
     modules bound by the import system are kept, and the proxy object stays the same.
+
+    A reload that another finder ahead of the proxies' one answers would run the original source
+    over the proxy; it is refused with an ImportError that names the module, the proxy unchanged.
 
     Every proxy's spec carries the one instance (see :func:`proxy_spec`).
 

@@ -7,6 +7,8 @@ import importlib
 import inspect
 import sys
 import textwrap
+import threading
+import time
 import types
 import uuid
 from collections import Counter
@@ -198,3 +200,34 @@ def test_code_run_in_a_copy_of_the_namespace_imports_normally(registered):
     globs = dict(vars(proxy))
     exec("import json\nresult = json.dumps(alpha)", globs)  # noqa: S102
     assert globs["result"] == "1"
+
+
+def test_a_resolver_reading_vars_of_its_proxy_does_not_recurse(registered):
+    seen = []
+
+    def resolver(name):
+        seen.append(set(vars(proxy)))  # during the fill: the namespace as it is
+        return name.upper()
+
+    proxy = registered(resolver)
+    assert {"alpha", "beta", "broken"} <= set(vars(proxy)) and proxy.broken == "BROKEN"
+    assert len(seen) == len(TABLE)
+
+
+def test_concurrent_whole_reads_each_see_every_name_resolved_once(registered):
+    calls = Counter()
+
+    def resolver(name):
+        calls[name] += 1
+        time.sleep(0.01)  # widen the window in which both threads fill
+        return name
+
+    proxy = registered(resolver)
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(set(vars(proxy)))) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(set(TABLE) <= got for got in results) and len(results) == 4
+    assert set(calls.values()) == {1}
