@@ -178,7 +178,7 @@ def test_native_kernels_per_operator_then_the_fallback_at_device_init(py):
     }
     from torchada._core.cache import cache_root
 
-    assert list((cache_root() / "derived").glob("device-argument-ops-*.pickle"))
+    assert list((cache_root() / "derived").glob("device-argument-ops-*.json"))
 
 
 @needs_native_translation

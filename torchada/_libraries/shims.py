@@ -75,11 +75,9 @@ def build(cuda_name: str = "libcudart") -> Path:
     # activation then neither generates the source nor hashes it to find the build.
     compiler = hashlib.sha256(c_compiler().encode()).hexdigest()[:8]
     inputs = [*_inputs(), _include() / "forward.h"]
+    # (A stored value that is not a path is computed again: torchada._core.cache's shapes.)
     remembered = derived(
-        f"cuda-shim-library-{cuda_name}-{compiler}",
-        inputs,
-        lambda: str(_build(cuda_name)),
-        check=lambda value: type(value) is str,
+        f"cuda-shim-library-{cuda_name}-{compiler}", inputs, lambda: str(_build(cuda_name))
     )
     path = Path(remembered)
     return path if is_intact_build(path) else _build(cuda_name)
@@ -110,12 +108,7 @@ def _build(cuda_name: str) -> Path:
     from .._core.cache import derived, private_root, read_trusted, trusted, write_atomically
     from .._native.build import build_shared_libraries, cache_root
 
-    source = derived(
-        f"cuda-shim-{cuda_name}",
-        _inputs(),
-        lambda: _source(cuda_name),
-        check=lambda value: type(value) is str,
-    )
+    source = derived(f"cuda-shim-{cuda_name}", _inputs(), lambda: _source(cuda_name))
     data = source.encode()
     digest = hashlib.sha256(data).hexdigest()[:16]
     where = Path("cuda_shims_src", digest, f"{cuda_name}.c")
