@@ -60,11 +60,21 @@ def collect() -> Dict[str, Any]:
     native = sys.modules.get("torchada._native.library")
     state = getattr(native, "state", None)
     info["native_library"] = state() if callable(state) else "not loaded"
+    info["cache"] = _cache_state()
     info["cuda_available"] = _cuda_available(info)
     info["op_overrides"] = _op_overrides(info)
     info["left_out"] = left_out_pieces()
     info["warnings"] = warnings_for(info)
     return info
+
+
+def _cache_state() -> Dict[str, Any]:
+    # The cache asked for, its owner and mode, whether torchada reads it, and the one in use.
+    from torchada._core import cache as _cache
+
+    out = _cache.describe(_cache.configured_root())
+    out["in_use"] = str(_cache.cache_root())
+    return out
 
 
 def _cuda_available(info: Dict[str, Any]) -> Dict[str, Any]:
@@ -126,6 +136,13 @@ def warnings_for(info: Dict[str, Any]) -> List[str]:
             f"torch is a CUDA build ({info['torch_cuda_build']}) and torch_musa is loaded: "
             "torch_musa expects a CPU build of torch"
         )
+    cache = info.get("cache", {})
+    if cache and not cache["trusted"]:
+        out.append(
+            f"the cache {cache['path']} is {cache['why']} (owner {cache['owner']}, mode "
+            f"{cache['mode']}): torchada does not read it and uses {cache['in_use']}; make it "
+            "yours and writable by you alone (chmod -R go-w), or set TORCHADA_CACHE_DIR"
+        )
     if flag("TORCHADA_DISABLE", env) and env.get("TORCHADA_ACTIVE"):
         out.append("TORCHADA_DISABLE wins over TORCHADA_ACTIVE: nothing is installed")
     if info["platform"] == "musa" and not flag("TORCHADA_FORCE_CUDA_AVAILABLE", env, True):
@@ -159,6 +176,17 @@ def render(info: Dict[str, Any]) -> str:
     cuda = info["cuda_available"]
     lines.append(f"cuda avail.   {cuda['answer']}  ({cuda['why']})")
     lines.append(f"native lib    {info['native_library']}")
+    cache = info.get("cache")
+    if cache:
+        if not cache["exists"]:
+            lines.append(f"cache         {cache['path']} (not made yet)")
+        else:
+            verdict = "trusted" if cache["trusted"] else f"NOT trusted ({cache['why']})"
+            lines.append(
+                f"cache         {cache['path']} (owner {cache['owner']}, mode {cache['mode']}): "
+                + verdict
+                + ("" if cache["in_use"] == cache["path"] else f"; using {cache['in_use']}")
+            )
     lines.extend(_render_op_overrides(info["op_overrides"]))
     if info["switches"]:
         lines.append("environment   " + ", ".join(f"{k}={v}" for k, v in info["switches"].items()))

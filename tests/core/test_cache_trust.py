@@ -353,3 +353,14 @@ def test_a_program_with_a_planted_cache_runs_none_of_it(py, tmp_path, how, plant
     assert "result 6.0" in proc.stdout
     assert not marker.exists() and not list(tmp_path.rglob("*.ran")), proc.stderr
     assert proc.stderr.count(WARNING) == 1, proc.stderr
+
+
+def test_doctor_names_the_cache_its_owner_mode_and_verdict(shared, tmp_path):
+    from torchada import _doctor
+
+    shared.mkdir(exist_ok=True)
+    os.chmod(shared, 0o755)
+    os.chown(shared, NOBODY, -1)
+    state = _doctor._cache_state()
+    assert (state["path"], state["owner"], state["mode"]) == (str(shared), "nobody", "0755")
+    assert not state["trusted"] and state["in_use"] == str(tmp_path / "xdg" / "torchada")
