@@ -364,3 +364,22 @@ def test_doctor_names_the_cache_its_owner_mode_and_verdict(shared, tmp_path):
     state = _doctor._cache_state()
     assert (state["path"], state["owner"], state["mode"]) == (str(shared), "nobody", "0755")
     assert not state["trusted"] and state["in_use"] == str(tmp_path / "xdg" / "torchada")
+
+
+def test_a_read_only_administrator_cache_is_read_and_what_it_lacks_built_privately(
+    shared, tmp_path, monkeypatch
+):
+    from torchada._native import build as _build
+
+    src = tmp_path / "tiny.c"
+    src.write_text("int tiny_answer(void) { return 42; }\n")
+    (prebuilt,) = _build.build_shared_libraries("trust-probe", [src]).values()
+    monkeypatch.setattr(_cache, "_UID", 4242)  # an ordinary user; the cache is root's
+    real = os.access
+    # ...and read-only to them (root may write anywhere: os.access is asked instead).
+    monkeypatch.setattr(os, "access", lambda p, mode: Path(p) != shared and real(p, mode))
+    assert _build.build_shared_libraries("trust-probe", [src])["tiny"] == prebuilt
+    other = tmp_path / "other.c"
+    other.write_text("int other_answer(void) { return 7; }\n")
+    (path,) = _build.build_shared_libraries("trust-probe", [other]).values()
+    assert path.is_relative_to(tmp_path / "xdg" / "torchada")

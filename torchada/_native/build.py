@@ -155,11 +155,14 @@ def _seal(done: Path, artefacts: Sequence[Path]) -> None:
 
 def _build_dir(name: str, key: str, files: Sequence[str]) -> Path:
     """Where build ``key`` of ``name`` lives: in the cache, unless its directory, marker or
-    ``files`` there could have been written by another user (said once); then in a private
-    directory of this user's."""
-    build_dir = cache_root() / name / key
+    ``files`` there could have been written by another user (said once), or it is not built and
+    the cache is read-only to this user; then in a private directory of this user's."""
+    root = cache_root()
+    build_dir = root / name / key
     if all(trusted(build_dir / f) for f in (".complete", *files)):
-        return build_dir
+        # A cache an administrator filled and others only read: what it lacks is built privately.
+        if (build_dir / ".complete").exists() or not root.is_dir() or os.access(root, os.W_OK):
+            return build_dir
     return private_root() / name / key
 
 
