@@ -25,7 +25,7 @@ venv="$cache/torch-$version"
 py="${PYTHON:-python3}"
 stamp="$venv/.torchada-compat"
 # The editable install points at this checkout, so the stamp names it as well as the extras.
-want="torch==$version $repo $(sha256sum "$repo/pyproject.toml" | cut -c1-16)"
+want="torch==$version $repo $(sha256sum "$repo/pyproject.toml" "$repo/tools/heavy_test_libraries.sh" | cut -c1-16 | tr -d '\n')"
 mkdir -p "$cache"
 if [ ! -x "$venv/bin/python" ]; then
   "$py" -m venv "$venv"
@@ -35,6 +35,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   "${pip[@]}" "torch==$version"
   # torch pinned again, so no test dependency can move it.
   "${pip[@]}" -e "$repo[test]" "torch==$version"
+  bash "$repo/tools/heavy_test_libraries.sh" "$venv/bin/python" "$version"
   echo "$want" > "$stamp"
 fi
 if [ "${1:-}" = "--setup-only" ]; then
