@@ -42,6 +42,7 @@ T = TypeVar("T")
 
 _UID = os.geteuid() if hasattr(os, "geteuid") else -1
 _OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
+_UNKNOWN = object()
 
 #: The layout of a stored derived value; a file of another layout is computed again.
 _FORMAT = 2
@@ -69,7 +70,7 @@ def _default_root() -> Path:
     return Path(base) / "torchada"
 
 
-_roots: Dict[str, Path] = {}  # configured root -> the root this process uses
+_roots: Dict[Tuple[Optional[str], ...], Path] = {}  # what configures it -> the root in use
 _private_roots: Dict[str, Path] = {}  # configured root -> the private one beside it
 _verdicts: Dict[str, Optional[str]] = {}  # directory -> None (trusted), or why it is not
 
@@ -84,15 +85,17 @@ def cache_root() -> Path:
         ... )
         PosixPath('/home/me/.cache/torchada')
     """
-    configured = configured_root()
-    key = os.fspath(configured)
+    env = os.environ
+    # Asked a dozen times per activation: found by what decides it, without building paths.
+    key = (env.get("TORCHADA_CACHE_DIR"), env.get("XDG_CACHE_HOME"), env.get("HOME"))
     root = _roots.get(key)
     if root is not None:
         return root
+    configured = configured_root()
     why = _dir_verdict(configured)
     if why is None:
         # Kept once it exists; until then (nothing there to read) asked again.
-        if key in _verdicts:
+        if os.fspath(configured) in _verdicts:
             _roots[key] = configured
         return configured
     root = _roots[key] = _private_root(configured)
@@ -222,37 +225,41 @@ def private_root() -> Path:
 
 def trusted(path: Path, *, warn: bool = True) -> bool:
     """Whether ``path`` (a file or directory in the cache, absent counts) and the directories
-    between it and :func:`cache_root` hold only what this user or root wrote. An untrusted path
-    is named once on the ``torchada`` logger (with ``warn``). Directories' verdicts are kept per
-    process.
+    between it and :func:`cache_root` hold only what this user or root wrote; a path outside the
+    cache is judged with its folder. An untrusted path is named once on the ``torchada`` logger
+    (with ``warn``). Directories' verdicts are kept per process.
 
     Example::
 
         >>> trusted(cache_root() / "derived")
         True
     """
-    root = cache_root()
-    chain: List[Path] = []
-    here = path
-    while here != root and here.parent != here:
-        chain.append(here)
-        here = here.parent
-    if here != root:  # outside the cache: judged with its folder
-        chain = [path, path.parent]
-    for item in reversed(chain):
-        key = os.fspath(item)
-        why = _verdicts.get(key)
-        if key not in _verdicts:
+    # Strings, not Path arithmetic: asked for every file of every cached build at activation.
+    root = os.fspath(cache_root())
+    target = os.fspath(path)
+    if target.startswith(root) and target[len(root) : len(root) + 1] == os.sep:
+        chain = []
+        here = root
+        for part in target[len(root) + 1 :].split(os.sep):
+            here = f"{here}{os.sep}{part}"
+            chain.append(here)
+    elif target == root:
+        return True
+    else:
+        chain = [os.path.dirname(target), target]
+    for item in chain:
+        why = _verdicts.get(item, _UNKNOWN)
+        if why is _UNKNOWN:
             try:
                 st = os.stat(item)
             except OSError:
                 return True  # absent, and so is all below it
             why = _why(st)
             if stat.S_ISDIR(st.st_mode):
-                _verdicts[key] = why
+                _verdicts[item] = why
         if why is not None:
             if warn:
-                _warn(item, why, "it is left alone and what it holds is made again")
+                _warn(Path(item), why, "it is left alone and what it holds is made again")
             return False
     return True
 
@@ -272,7 +279,7 @@ def read_trusted(path: Path) -> Optional[bytes]:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
-    with open(fd, "rb") as f:
+    with open(fd, "rb", buffering=0) as f:
         try:
             st = os.fstat(fd)
             why = _why(st)
@@ -396,6 +403,7 @@ class _Encoder:
         return [tag, [i for i, (_, node) in enumerate(items) if node], *(v for v, _ in items)], True
 
 
+_CONTAINER_TAGS = frozenset("tldm")
 _singletons: Dict[str, Any] = {}
 _record_fields: Dict[str, Tuple[type, Tuple[str, ...]]] = {}
 
@@ -422,35 +430,34 @@ def _singleton(name: str) -> Any:
 
 def _decode(node: Any, done: List[Any]) -> Any:
     kind = type(node)
-    if kind is int:
-        return done[node]
-    if kind is str:
-        return _singleton(node)
+    if kind is not list:
+        return done[node] if kind is int else _singleton(node)
     tag = node[0]
     items = node[2:]
     for i in node[1]:
         items[i] = _decode(items[i], done)
-    if tag == "t":
-        made: Any = tuple(items)
-    elif tag == "l":
-        made = items
-    elif tag == "d" or tag == "m":
-        made = dict(zip(items[::2], items[1::2]))
-        if tag == "m":
-            made = MappingProxyType(made)
-    else:
-        known = _record_fields.get(tag)
-        if known is None:
-            cls = records.record_class(tag)
-            if cls is None:
-                raise ValueError(f"no record class {tag}")
-            known = _record_fields[tag] = (cls, tuple(f.name for f in records.fields(cls)))
+    # Records first: most nodes of the tables are.
+    known = _record_fields.get(tag)
+    if known is None and tag not in _CONTAINER_TAGS:
+        cls = records.record_class(tag)
+        if cls is None:
+            raise ValueError(f"no record class {tag}")
+        known = _record_fields[tag] = (cls, tuple(f.name for f in records.fields(cls)))
+    if known is not None:
         cls, names = known
         if len(names) != len(items):
             raise ValueError(f"{tag} has {len(names)} fields, not {len(items)}")
         # As pickle makes a record: its fields set, nothing of the class run.
         made = object.__new__(cls)
         made.__dict__.update(zip(names, items))
+    elif tag == "t":
+        made = tuple(items)
+    elif tag == "l":
+        made = items
+    elif tag == "d":
+        made = dict(zip(items[::2], items[1::2]))
+    else:
+        made = MappingProxyType(dict(zip(items[::2], items[1::2])))
     done.append(made)
     return made
 
