@@ -105,6 +105,8 @@ def cache_root() -> Path:
 
 def _why(st: os.stat_result) -> Optional[str]:
     """Why a file or directory with this status may hold what another user wrote, or None."""
+    if _UID < 0:  # no POSIX owners to go by
+        return None
     if st.st_uid != _UID and st.st_uid != 0:
         return "owned by another user"
     if st.st_mode & _OTHERS_WRITE:
@@ -583,14 +585,15 @@ def derived(
         except Exception as exc:  # cut short, garbled, another layout: computed again
             logger.debug("torchada: cached %s unreadable (%s); computed again", path, exc)
     value = compute()
+    if not trusted(folder, warn=False):  # said when read; kept in memory by the caller
+        return value
     try:
         stored = dumps(value, key)
         for old in folder.glob(f"{stem}-*"):  # values of earlier versions of the sources
             # This name's (not a longer name's), as data or as the pickle of older torchadas.
             if len(old.name) in (len(path.name), len(path.name) + 2) and old != path:
                 old.unlink(missing_ok=True)
-        if trusted(folder, warn=False):
-            write_atomically(path, stored)
+        write_atomically(path, stored)
     except (OSError, TypeError, ValueError) as exc:
         logger.debug("torchada: cannot cache %s (%s)", path, exc)
     return value

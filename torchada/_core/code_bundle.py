@@ -31,7 +31,7 @@ from pathlib import Path
 from types import CodeType, ModuleType
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from .cache import cache_root, read_trusted, write_atomically
+from .cache import cache_root, read_trusted, trusted, write_atomically
 
 logger = logging.getLogger("torchada")
 
@@ -163,6 +163,8 @@ def _entry(module: ModuleType) -> Optional[Entry]:
 
 
 def _write(path: str, entries: Dict[str, Entry]) -> None:
+    if not trusted(Path(path).parent, warn=False):  # it would not be read (said when reading)
+        return
     try:
         write_atomically(Path(path), marshal.dumps((_FORMAT, entries)))
     except OSError as exc:
