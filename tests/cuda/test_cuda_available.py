@@ -152,6 +152,27 @@ def test_bitsandbytes_import_takes_its_cpu_backend_not_cuda_kernels(tmp_path):
     assert json.loads(r.stdout.splitlines()[-1]) == [FOR_MUSA, "CPU", False]
 
 
+@pytest.mark.skipif(
+    importlib.util.find_spec("triton") is None,
+    reason="triton is not installed (CUDA builds of torch bring it; the CPU build does not)",
+)
+def test_tritons_nvidia_driver_stays_inactive(tmp_path):
+    # Triton's NVIDIA backend counts itself active where CUDA is available, then builds its
+    # launcher against libcuda: DeepSpeed's Triton ops failed at import. Inside its check, torch's
+    # own answer (False without an NVIDIA GPU); the program still sees the MUSA device.
+    prog = tmp_path / "triton_cuda.py"
+    prog.write_text(
+        "import json, torch\n"
+        "from triton.backends import backends\n"
+        "print(json.dumps([torch.cuda.is_available(),\n"
+        "                  {name: b.driver.is_active() for name, b in backends.items()}]))\n"
+    )
+    r = run_cuda_program("import", str(prog), workdir=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    available, active = json.loads(r.stdout.splitlines()[-1])
+    assert available is FOR_MUSA and active["nvidia"] is False
+
+
 def test_the_published_answer_on_request(tmp_path):
     # TORCHADA_FORCE_CUDA_AVAILABLE=0: False, as the published torchada answers; the same
     # program then chooses the CPU itself (its own choice, not an error).
