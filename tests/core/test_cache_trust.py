@@ -14,7 +14,6 @@ import pwd
 import shutil
 import stat
 import subprocess
-import sys
 from pathlib import Path
 from types import MappingProxyType
 
