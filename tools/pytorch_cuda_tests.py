@@ -6,8 +6,9 @@ simulated MUSA device, and counts the outcomes.
 DIR holds unmodified copies of PyTorch's ``test/test_cuda.py`` and ``test/test_cuda_multigpu.py``
 (the project does not ship them). They are copied into a scratch folder with a conftest that asks
 for the simulator and imports torchada before any test module (torch.testing reads
-``torch.cuda.is_available()`` at import: True on MUSA, so the CUDA branches run). PyTorch runs its CUDA graph tests only where torch.version.cuda
-is set, which it is not on MUSA, so the conftest turns them on (``--no-graphs`` leaves them
+``torch.cuda.is_available()`` at import: True on MUSA, so the CUDA branches run). PyTorch runs
+its CUDA graph tests only where torch.version.cuda is set, which it is not on MUSA, so the
+conftest turns them on (``--no-graphs`` leaves them
 skipped); a capture that a failing test leaves open is ended after it. Each test class runs in a
 process of its own, with a time limit per test and a cap on the address space, so that a test
 that sets a memory fraction or allocates many GiB fails alone. Needs pytest-timeout.

@@ -29,10 +29,9 @@ import sys
 import textwrap
 
 import pytest
+from conftest import REPO
 
 from torchada._cuda.redirect import load_table
-
-from conftest import REPO
 
 MODULES = sorted(load_table())
 

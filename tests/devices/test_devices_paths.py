@@ -267,7 +267,8 @@ def outcomes():
 def test_disabled_fails_as_without_torchada(py, native):
     never, _ = _run(
         py,
-        CALLS + textwrap.dedent("""
+        CALLS
+        + textwrap.dedent("""
         _simulator.activate()
         print(json.dumps(outcomes()))
     """),
@@ -275,7 +276,8 @@ def test_disabled_fails_as_without_torchada(py, native):
     )
     after, _ = _run(
         py,
-        CALLS + textwrap.dedent("""
+        CALLS
+        + textwrap.dedent("""
         _simulator.activate()
         assert torchada.enable()
         assert str(torch.empty(1, device="cuda").device) == "musa:0"

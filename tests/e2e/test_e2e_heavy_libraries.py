@@ -59,7 +59,7 @@ def test_deepspeed_zero_1_2_3_fp32_and_bf16_train_on_both_devices(cuda_program, 
     assert out["device"] == "cuda"
     runs = {(r["stage"], r["dtype"]): r for r in out["runs"]}
     assert set(runs) == {(s, d) for s in (1, 2, 3) for d in ("fp32", "bf16")}
-    for (stage, dtype), r in runs.items():
+    for (_stage, dtype), r in runs.items():
         # DeepSpeed chose its CUDA accelerator by itself, and the ranks ran on their own devices.
         assert r["is_available"] is True and r["accelerator"] == "cuda", r
         assert r["engine_device"] == "cuda:0" and r["output_devices"] == ["musa:0", "musa:1"], r

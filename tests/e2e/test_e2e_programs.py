@@ -53,7 +53,9 @@ def test_hf_causal_lm_forward_generate_amp_training_and_checkpointing(mode, cuda
 def test_programs_that_ask_is_available_run_on_the_gpu(mode, cuda_program, tmp_path):
     # No flag, no environment: the "auto" device, pinned batches, the scaler, bfloat16 where it
     # is supported, fused AdamW, Lightning's accelerator="auto" and accelerate's default device.
-    out = _result(cuda_program(mode, os.path.join(PROGRAMS, "auto_device_cuda.py"), workdir=tmp_path))
+    out = _result(
+        cuda_program(mode, os.path.join(PROGRAMS, "auto_device_cuda.py"), workdir=tmp_path)
+    )
     assert out["is_available"] is True and out["device"] == "cuda"
     assert out["version_cuda"] == torch.version.cuda  # None on MUSA's CPU build of torch
     assert out["fp32"] == {"pinned": True, "devices": ["musa:0"]}

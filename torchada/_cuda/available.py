@@ -19,6 +19,7 @@ from typing import Callable, Dict, FrozenSet, Optional, Tuple
 from .._core import tables as _tables
 from .._core.env import flag
 
+
 @functools.lru_cache(maxsize=1)
 def _callers() -> Tuple[FrozenSet[str], Dict[Tuple[str, str], int], int]:
     """(modules named in the table, {(module, function): frames up it may sit}, the deepest)."""

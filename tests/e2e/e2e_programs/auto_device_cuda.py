@@ -52,12 +52,12 @@ def train_fp32(device: str):
 def train_gpt_style(device: str):
     """Mixed precision chosen the way GPT training scripts choose it."""
     dtype = (
-        "bfloat16"
-        if torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-        else "float16"
+        "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float16"
     )
     device_type = "cuda" if "cuda" in device else "cpu"
-    ptdtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+    ptdtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[
+        dtype
+    ]
     ctx = nullcontext() if device_type == "cpu" else torch.amp.autocast(device_type, ptdtype)
     scaler = torch.amp.GradScaler("cuda", enabled=(dtype == "float16"))
     torch.backends.cuda.matmul.allow_tf32 = True

@@ -55,6 +55,7 @@ def main():
     tp = parallel_state.get_tensor_model_parallel_world_size()
 
     config = ModelParallelConfig(tensor_model_parallel_size=2)
+
     def keep(weight):  # the shards are cut from the full MLP below
         return None
 
