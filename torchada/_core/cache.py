@@ -508,28 +508,14 @@ def _signature(sources: Sequence[Path]) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
-def _shape_of_tables(name: str, value: Any) -> bool:
-    from . import tables
-
-    if not isinstance(value, dict) or not value:
-        return False
-    if name.startswith("table-") and set(value) != {name[len("table-") :]}:
-        return False
-    expected = getattr(tables, "_TOGETHER", None)
-    if name == "tables" and expected is not None and set(value) != set(expected):
-        return False
-    return all(isinstance(v, tables.SCHEMAS.get(k, ())) for k, v in value.items())
-
-
 def _strings(value: Any) -> bool:
     return isinstance(value, list) and all(type(v) is str for v in value)
 
 
 # The shapes of the values torchada derives whose callers give none (a stored value of another
-# shape, a dict without a table it must have, is computed again rather than failing its caller).
+# shape is computed again rather than failing its caller). The tables give their own check: this
+# module is below them.
 _SHAPES: Dict[str, Callable[[str, Any], bool]] = {
-    "tables": _shape_of_tables,
-    "table-": _shape_of_tables,
     "device-argument-ops": lambda name, value: _strings(value),
     "cuda-shim-": lambda name, value: type(value) is str,
 }

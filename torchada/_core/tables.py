@@ -457,7 +457,7 @@ class BuildTable(Row):
 
 
 # ------------------------------------------------------------------ libraries
-_LINK_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_LINK_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")  # -lnvidia-ml too
 
 
 def _link_name(value: Any, at: _At) -> str:
@@ -479,6 +479,9 @@ class Library(Row):
     ctypes: bool = column(_BOOL, False)
     symbols: Tuple[Tuple[str, str], ...] = column(_list_of(_list_of(_name, length=2)), ())
     forwarded: Tuple[str, ...] = column(_list_of(_name), ())
+    # The functions of a CUDA-named library torchada builds itself, each implemented over the
+    # MUSA library's own API (the signatures differ): ctypes loads that library for the CUDA name.
+    implemented: Tuple[str, ...] = column(_list_of(_name), ())
     note: str = column(_STR, "")
 
     @classmethod
@@ -491,7 +494,7 @@ class Library(Row):
         if not self.ctypes:
             _only_with(self, at, ("cuda", "musa", "aliases", "porting", "header", "note"),
                        "unless 'ctypes' is true")  # fmt: skip
-        else:
+        elif not self.implemented:
             _require(self, at, ("symbols",), "ctypes maps function names by it")
         return self
 
@@ -579,6 +582,7 @@ SCHEMAS: Dict[str, Type[Row]] = {
     "torch_cuda": ModuleTable,
     "torch_distributed": ModuleTable,
     "ctypes_modules": ModuleTable,
+    "nvml_modules": ModuleTable,
     "torch_cpp_extension": ModuleTable,
     "torch_c": ModuleTable,
     "switches": SwitchTable,
@@ -626,10 +630,20 @@ def _cached_tables(stems: Tuple[str, ...]) -> Dict[str, Any]:
 
     # Parsed and checked once per edit of a table (or of the schemas here), not per process.
     paths = {stem: TABLES_DIR / f"{stem}.json" for stem in stems}
+
+    def whole(value: Any) -> bool:
+        # A stored value without a table it must hold, or of another kind, is computed again.
+        return (
+            isinstance(value, dict)
+            and set(value) == set(stems)
+            and all(isinstance(value[stem], SCHEMAS[stem]) for stem in stems)
+        )
+
     return derived(
         f"table-{stems[0]}" if len(stems) == 1 else "tables",
         [*paths.values(), Path(__file__)],
         lambda: {stem: load_file(path, stem) for stem, path in paths.items()},
+        check=whole,
     )
 
 
