@@ -437,3 +437,11 @@ const bool g_profiler_stubs_registered = [] {
 }();
 
 }  // namespace torchada_sim
+
+// The simulated driver's management library (stubs/libmtml.c) reads a device's bytes in use
+// here, as a real libmtml asks the kernel driver: the one C name the backend exports for it. The
+// index is torch's (a visible device); -1 for one out of range.
+extern "C" __attribute__((visibility("default"))) long long torchada_sim_memory_used(int device) {
+  if (device < 0 || device >= torchada_sim::g_device_count) return -1;
+  return static_cast<long long>(torchada_sim::g_stats[device].bytes[0].current.load());
+}

@@ -117,6 +117,8 @@ def load(config):
         setattr(ext, cls.__name__, cls)
     # torch_musa's C extension links libmusart: it is loaded (mapped) once torch_musa is.
     ext._musart = _make_musart(ext, sdk.load("musart"))
+    # The simulated machine's driver provides libmtml.so.2 (MTML), found by its soname.
+    sdk.load_driver_libraries()
     ext._musa_version = __import__(
         "torchada._simulator.boards", fromlist=["MUSA_VERSION"]
     ).MUSA_VERSION

@@ -10,6 +10,9 @@ from .._native.build import build_shared_libraries, csrc_dir, headers_digest, lo
 
 EXTENSION_NAME = "torchada_musa_sim"
 STUB_LIBRARIES = ("libmusart", "libmusa", "libmccl", "libmublas", "libmurand")
+# The driver's management library, built apart: it carries its soname (libmtml.so.2), as the
+# library a Moore Threads driver installs does.
+MTML_SONAME = "libmtml.so.2"
 
 
 # The backend's translation units: the runtime and the operators need no Python, so only
@@ -45,3 +48,28 @@ def stub_library_paths() -> "dict[str, Path]":
         depends=sorted([*stubs.glob("*.h"), *include_dir().glob("*.h")]),
     )
     return {f"{stem}.so": path for stem, path in built.items()}
+
+
+def mtml_library_path() -> Path:
+    """Path of the simulated driver's ``libmtml.so`` (soname ``libmtml.so.2``), built on first
+    use; a ``libmtml.so.2`` link beside it makes the directory loadable by the soname."""
+    stubs = csrc_dir() / "simulator" / "stubs"
+    built = build_shared_libraries(
+        "torchada_mtml",
+        [stubs / "libmtml.c"],
+        cflags=(
+            "-O2",
+            "-fvisibility=hidden",
+            "-Wl,-soname," + MTML_SONAME,
+            "-I" + shlex.quote(str(include_dir())),
+        ),
+        depends=sorted(stubs.glob("musa_sim_sdk.h")),
+    )
+    path = built["libmtml"]
+    link = path.with_name(MTML_SONAME)
+    if not link.is_symlink():
+        try:
+            link.symlink_to(path.name)
+        except OSError:  # a read-only cache: loading by path still works
+            pass
+    return path

@@ -9,6 +9,11 @@ The simulator ships small C stand-ins for the SDK's shared libraries (sources un
 - ``libmublas.so`` (``mublas*``): handles and a correct column-major SGEMM
 - ``libmurand.so`` (``murand*``): seeded uniform and normal generators
 
+and the driver's management library, which a real machine gets from the driver, not the SDK:
+
+- ``libmtml.so.2`` (``mtml*``): MTML, the devices' telemetry (docs/mtml_simulator.md); memory used
+  per device is the simulator's allocator's
+
 Each exports only its own prefix, never a ``cuda*``/``nccl*``/``cublas*``/``curand*``/``cu*``
 name, so code that looks CUDA symbols up in MUSA libraries fails here as it would on a real
 machine. Error codes, enum values and struct layouts are documented at the top of each source.
@@ -31,7 +36,15 @@ from . import native
 
 logger = logging.getLogger("torchada")
 
-__all__ = ["LIBRARIES", "library_dir", "library_paths", "load", "with_library_dir"]
+__all__ = [
+    "LIBRARIES",
+    "driver_library_dir",
+    "library_dir",
+    "library_paths",
+    "load",
+    "load_driver_libraries",
+    "with_library_dir",
+]
 
 LIBRARIES = tuple(f"{stem}.so" for stem in native.STUB_LIBRARIES)
 
@@ -73,3 +86,45 @@ def with_library_dir(environ: dict[str, str] | None = None) -> dict[str, str]:
     old = env.get("LD_LIBRARY_PATH", "")
     env["LD_LIBRARY_PATH"] = str(library_dir()) + (os.pathsep + old if old else "")
     return env
+
+
+def driver_library_dir() -> Path:
+    """The directory of the simulated driver's ``libmtml.so.2`` (for ``LD_LIBRARY_PATH`` of a child
+    process that runs without torchada), building it on first use.
+
+    Example::
+
+        >>> from torchada._simulator import sdk
+        >>> (sdk.driver_library_dir() / "libmtml.so.2").exists()  # doctest: +SKIP
+        True
+    """
+    return native.mtml_library_path().parent
+
+
+_driver_handles: "dict[str, ctypes.CDLL | None]" = {}  # soname: handle (None: unavailable)
+
+
+def load_driver_libraries() -> None:
+    """Map the simulated driver's libraries into this process, as the simulated torch_musa does
+    when it is imported: a driver installs ``libmtml.so.2`` where the dynamic loader looks, so
+    ``ctypes.CDLL("libmtml.so.2")`` (pymtml's way) finds it; here the loader finds the mapped
+    library by its soname. Loaded once; a library that cannot be built is logged and left out
+    (then MTML is missing, as on a machine without the driver's management library).
+
+    Example::
+
+        >>> from torchada._simulator import sdk
+        >>> sdk.load_driver_libraries()  # doctest: +SKIP
+        >>> import ctypes; ctypes.CDLL("libmtml.so.2").mtmlLibraryInit  # doctest: +SKIP
+        <_FuncPtr object at 0x...>
+    """
+    if native.MTML_SONAME in _driver_handles:
+        return
+    _driver_handles[native.MTML_SONAME] = None  # tried: warned once at most
+    try:
+        path = native.mtml_library_path()
+        _driver_handles[native.MTML_SONAME] = ctypes.CDLL(str(path))
+    except Exception as err:  # a missing compiler must not stop torch_musa's import
+        logger.warning("the simulated libmtml.so.2 is unavailable: %s", err)
+        return
+    logger.debug("loaded simulated %s from %s", native.MTML_SONAME, path)
