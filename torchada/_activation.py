@@ -84,6 +84,7 @@ SUBSYSTEMS: Dict[str, str] = {
     "cuda_home": "torchada._extensions.cuda_home",
     "ctypes": "torchada._libraries.ctypes_bindings",
     "cuda_shims": "torchada._libraries.shims",
+    "nvml": "torchada._libraries.nvml",
     "checkpoints": "torchada._torch.checkpoints",
 }
 

@@ -39,8 +39,12 @@ def _rules() -> List[Tuple["re.Pattern[str]", Library]]:
 def _musa_rules() -> List[Tuple["re.Pattern[str]", Library]]:
     # The other direction, from the same rows: a MUSA library opened by its own name or path
     # (libmusart.so, /opt/musa/lib/libmccl.so.2) answers the CUDA names of its functions.
+    # A library torchada implements over a MUSA one (NVML over MTML) leaves the MUSA library's
+    # names alone: their signatures differ, so none answers for a CUDA one.
     out = []
     for _, rule in _rules():
+        if rule.implemented:
+            continue
         stem = rule.musa_file.split(".so")[0]
         out.append((re.compile(re.escape(stem) + r"(\.so(\.\d+)*)?"), rule))
     return out
@@ -142,6 +146,11 @@ def library_rule(cuda_file: str) -> Library:
 
 
 def _load_path(rule: Library) -> str:
+    if rule.implemented:
+        # torchada's own library of the CUDA names (built and bound at its first load).
+        from .nvml import library_path
+
+        return str(library_path(rule.cuda_file))
     return _musa_path(musa_library_dir(), rule.musa_file)
 
 
@@ -271,6 +280,8 @@ def _load(real: type, musa_type: type, name: Any, args: tuple, kwargs: dict) -> 
     path, rule = map_library(name) if isinstance(name, (str, os.PathLike)) else (name, None)
     if rule is None:
         return real(name, *args, **kwargs)
+    if rule.implemented:  # torchada's own library under the CUDA name: ctypes' plain object
+        return real(path, *args, **kwargs)
     try:
         lib = musa_type.__new__(musa_type)
         _real_init(lib, path, *args, **kwargs)  # ctypes' own: the path is mapped already
@@ -324,7 +335,7 @@ def find_library(name: str) -> Optional[str]:
     if rule is None:
         return _real_find_library(name)
     path, _ = map_library(f"lib{name}.so")
-    if path and os.path.isabs(path):
+    if rule.implemented or (path and os.path.isabs(path)):
         return path
     return _real_find_library(str(rule.musa))
 
@@ -343,6 +354,8 @@ def install(patcher: Patcher) -> None:
         if not isinstance(self, _MusaLibrary) and isinstance(name, (str, bytes, os.PathLike)):
             cuda_name = os.fsdecode(name)
             path, rule = map_library(cuda_name)
+            if rule is not None and rule.implemented:
+                name, rule = path, None  # torchada's own library: its names are the CUDA ones
             if rule is not None:
                 self._torchada_rule = rule
                 self._torchada_cuda_name = cuda_name

@@ -1,0 +1,179 @@
+"""NVML programs on MUSA: ``import pynvml`` and ctypes bindings of ``libnvidia-ml.so.1``, both
+answered from MTML, Moore Threads' management library.
+
+- ``import pynvml`` (nvidia-ml-py's API) is served by a proxy module registered with torchada's
+  import hooks (tables/nvml_modules.json): its names resolve to
+  :mod:`torchada._libraries.pynvml_mtml`, which is pymtml's (mthreads-ml-py) NVML layer. A pynvml
+  imported before torchada turned on (``import torch`` imports it) is swapped, and put back by
+  :func:`torchada.disable`. Nothing is imported until the program reads a name.
+- ``ctypes.CDLL("libnvidia-ml.so.1")`` (vLLM's vendored ``pynvml.py``) loads a library torchada
+  builds from ``csrc/nvml_shim`` (tables/libraries.json, row "nvidia-ml"): the NVML functions
+  listed there, written over MTML's C API, with NVML's return codes and struct layouts.
+
+Installed on MUSA only (torchada turns on nowhere else); ``TORCHADA_DISABLE_NVML=1`` leaves it out.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Dict, Optional
+
+if TYPE_CHECKING:
+    from .._core.patcher import Patcher
+
+logger = logging.getLogger("torchada")
+
+#: The module table of the modules this subsystem serves.
+TABLE = "nvml_modules"
+
+_built: Dict[str, Path] = {}  # CUDA library name -> its built and bound library
+
+
+def _source(cuda_file: str) -> Path:
+    from .._native.build import csrc_dir
+
+    return csrc_dir() / "nvml_shim" / f"{cuda_file}.c"
+
+
+def _mtml_path() -> Optional[str]:
+    """The MTML library ctypes would load (``libmtml.so.2``, else ``libmtml.so``): beside the MUSA
+    libraries where it is there, else the first the dynamic loader finds; None where neither is."""
+    from . import ctypes_bindings as _ctypes
+
+    directory = _ctypes.musa_library_dir()
+    for name in ("libmtml.so.2", "libmtml.so"):
+        if directory and os.path.exists(os.path.join(directory, name)):
+            return os.path.join(directory, name)
+    for name in ("libmtml.so.2", "libmtml.so"):
+        try:
+            return str(_ctypes.open_untranslated(name)._name)
+        except OSError:
+            continue
+    return None
+
+
+def library_path(cuda_file: str = "libnvidia-ml") -> Path:
+    """Path of torchada's ``libnvidia-ml.so`` (NVML over MTML), built on first use and told where
+    MTML and the MUSA driver are.
+
+    Example::
+
+        >>> library_path("libnvidia-ml").name  # doctest: +SKIP
+        'libnvidia-ml.so'
+    """
+    if cuda_file in _built:
+        return _built[cuda_file]
+    from .._native.build import build_shared_libraries
+    from . import ctypes_bindings as _ctypes
+
+    source = _source(cuda_file)
+    path = build_shared_libraries("torchada_nvml_shim", [source])[cuda_file]
+    lib = _ctypes.open_untranslated(str(path))
+    mtml = _mtml_path()
+    driver = _ctypes.musa_library_path("libcuda")
+    if mtml is None:
+        logger.warning(
+            "torchada: no MTML library (libmtml.so.2 or libmtml.so) was found for %s: NVML calls "
+            "answer NVML_ERROR_LIBRARY_NOT_FOUND; install the MUSA driver's management library",
+            cuda_file,
+        )
+    lib.torchada_nvml_bind(mtml.encode() if mtml else None, str(driver).encode())
+    _built[cuda_file] = path
+    return path
+
+
+def _original_file() -> Optional[str]:
+    """Where nvidia-ml-py's ``pynvml`` is, without importing it (None where it is not installed)."""
+    loaded = sys.modules.get("pynvml")
+    if loaded is not None:
+        original = vars(loaded).get("__torchada_original__", loaded)
+        return getattr(original, "__file__", None)
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("pynvml")
+    except (ImportError, ValueError):
+        return None
+    return spec.origin if spec is not None else None
+
+
+def build_proxy(module_name: str = "pynvml") -> Any:
+    """The proxy module served as ``pynvml`` while torchada is on (nothing imported until a name is
+    read).
+
+    Example::
+
+        >>> build_proxy("pynvml").__name__  # doctest: +SKIP
+        'pynvml'
+    """
+    import functools
+
+    from torchada_hooks import ProxyModule
+    from torchada_hooks.proxy import peek_from
+
+    from .._core import tables as _tables
+
+    spec = _tables.load(TABLE).modules[module_name]
+    original = sys.modules.get(module_name)
+    attrs: Dict[str, Any] = {
+        "__doc__": f"{module_name} answered from MTML by torchada (see torchada/tables/{TABLE}.json).",
+        "__torchada_original__": vars(original).get("__torchada_original__", original)
+        if original is not None
+        else None,
+    }
+    where = _original_file()
+    if where:
+        attrs["__file__"] = where  # a vendored copy is made from nvidia-ml-py's own source
+    peek_from("torchada")
+    return ProxyModule(
+        module_name,
+        functools.partial(_resolve, spec, module_name),
+        names=functools.partial(_names, spec),
+        attrs=attrs,
+    )
+
+
+def _resolve(spec: Any, module_name: str, attr: str) -> Any:
+    """A name of the served module: its table row, else the target's (which answers every pynvml
+    function name, those MTML lacks with an NVMLError that names them)."""
+    import importlib
+
+    entry = spec.names.get(attr)
+    if entry is not None and entry.kind == "filled":
+        if entry.impl is None:
+            return entry.value
+        module, _, name = entry.impl.partition(":")
+        return getattr(importlib.import_module(module), name)
+    target = importlib.import_module(spec.target)  # says what to install where pymtml is missing
+    if entry is not None and entry.kind == "unsupported":
+        return target.not_supported(f"{module_name}.{attr}", entry.why, entry.instead)
+    if entry is not None:
+        raise ValueError(f"{TABLE}: {module_name}.{attr} has kind {entry.kind!r}, not served")
+    return getattr(target, attr)
+
+
+def _names(spec: Any) -> list:
+    import importlib
+
+    names = set(spec.names)
+    try:
+        target = importlib.import_module(spec.target)
+    except ImportError:  # no pymtml: dir() lists the table's names
+        return sorted(names)
+    names.update(n for n in dir(target) if not n.startswith("__"))
+    return sorted(names)
+
+
+def install(patcher: Patcher) -> None:
+    """Serve ``import pynvml`` from MTML (MUSA and the simulator only: torchada turns on nowhere
+    else). The ctypes side needs nothing here: the ctypes table maps ``libnvidia-ml.so.1``."""
+    from .. import _activation
+
+    hooks = _activation._hooks
+    if hooks is None:  # the import hooks are left out: nothing to register with
+        return
+    hooks.register("pynvml", build_proxy("pynvml"))
+    patcher.on_undo(lambda: hooks.unregister("pynvml"))
