@@ -63,6 +63,7 @@ def collect() -> Dict[str, Any]:
     info["cache"] = _cache_state()
     info["cuda_available"] = _cuda_available(info)
     info["op_overrides"] = _op_overrides(info)
+    info["telemetry"] = _telemetry()
     info["left_out"] = left_out_pieces()
     info["warnings"] = warnings_for(info)
     return info
@@ -96,6 +97,31 @@ def _cuda_available(info: Dict[str, Any]) -> Dict[str, Any]:
             "(--no-cuda-available), as the published torchada answers"
         )
     return {"answer": bool(torch.cuda.is_available()), "why": why}
+
+
+def _telemetry() -> Dict[str, Any]:
+    """Whether MTML (the driver's libmtml, loaded as pymtml loads it) and its Python bindings
+    (pymtml, from mthreads-ml-py) are found: torch.cuda's telemetry on MUSA needs both."""
+    import ctypes
+    import importlib.util
+    from importlib import metadata
+
+    out: Dict[str, Any] = {"libmtml": None, "pymtml": None}
+    for name in ("libmtml.so.2", "libmtml.so"):
+        try:
+            ctypes.CDLL(name)
+        except OSError as err:
+            out.setdefault("libmtml_error", str(err))
+            continue
+        out["libmtml"] = name
+        out.pop("libmtml_error", None)
+        break
+    if importlib.util.find_spec("pymtml") is not None:
+        try:
+            out["pymtml"] = "mthreads-ml-py " + metadata.version("mthreads-ml-py")
+        except metadata.PackageNotFoundError:
+            out["pymtml"] = "found"
+    return out
 
 
 def _op_overrides(info: Dict[str, Any]) -> Dict[str, Any]:
@@ -188,6 +214,14 @@ def render(info: Dict[str, Any]) -> str:
                 + ("" if cache["in_use"] == cache["path"] else f"; using {cache['in_use']}")
             )
     lines.extend(_render_op_overrides(info["op_overrides"]))
+    tele = info.get("telemetry")
+    if tele:
+        lines.append(
+            "telemetry     MTML "
+            + (f"{tele['libmtml']} found" if tele["libmtml"] else "libmtml not found")
+            + ", pymtml "
+            + (tele["pymtml"] or "not found (pip install mthreads-ml-py)")
+        )
     if info["switches"]:
         lines.append("environment   " + ", ".join(f"{k}={v}" for k, v in info["switches"].items()))
     if info["switches_off"]:
