@@ -39,12 +39,8 @@ def _rules() -> List[Tuple["re.Pattern[str]", Library]]:
 def _musa_rules() -> List[Tuple["re.Pattern[str]", Library]]:
     # The other direction, from the same rows: a MUSA library opened by its own name or path
     # (libmusart.so, /opt/musa/lib/libmccl.so.2) answers the CUDA names of its functions.
-    # A library torchada implements over a MUSA one (NVML over MTML) leaves the MUSA library's
-    # names alone: their signatures differ, so none answers for a CUDA one.
     out = []
     for _, rule in _rules():
-        if rule.implemented:
-            continue
         stem = rule.musa_file.split(".so")[0]
         out.append((re.compile(re.escape(stem) + r"(\.so(\.\d+)*)?"), rule))
     return out
@@ -280,7 +276,9 @@ def _load(real: type, musa_type: type, name: Any, args: tuple, kwargs: dict) -> 
     path, rule = map_library(name) if isinstance(name, (str, os.PathLike)) else (name, None)
     if rule is None:
         return real(name, *args, **kwargs)
-    if rule.implemented:  # torchada's own library under the CUDA name: ctypes' plain object
+    if rule.implemented:
+        # torchada's own library under the CUDA name, or the MUSA library it is written over
+        # (MTML keeps its own names: their signatures differ): ctypes' plain objects.
         return real(path, *args, **kwargs)
     try:
         lib = musa_type.__new__(musa_type)
@@ -335,7 +333,7 @@ def find_library(name: str) -> Optional[str]:
     if rule is None:
         return _real_find_library(name)
     path, _ = map_library(f"lib{name}.so")
-    if rule.implemented or (path and os.path.isabs(path)):
+    if path and os.path.isabs(path):
         return path
     return _real_find_library(str(rule.musa))
 
@@ -355,7 +353,7 @@ def install(patcher: Patcher) -> None:
             cuda_name = os.fsdecode(name)
             path, rule = map_library(cuda_name)
             if rule is not None and rule.implemented:
-                name, rule = path, None  # torchada's own library: its names are the CUDA ones
+                name, rule = path, None  # torchada's own library, or MTML: plain objects
             if rule is not None:
                 self._torchada_rule = rule
                 self._torchada_cuda_name = cuda_name
