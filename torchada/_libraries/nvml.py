@@ -119,7 +119,7 @@ def build_proxy(module_name: str = "pynvml") -> Any:
     spec = _tables.load(TABLE).modules[module_name]
     original = sys.modules.get(module_name)
     attrs: Dict[str, Any] = {
-        "__doc__": f"{module_name} answered from MTML by torchada (see torchada/tables/{TABLE}.json).",
+        "__doc__": f"{module_name} answered from MTML by torchada (torchada/tables/{TABLE}.json).",
         "__torchada_original__": vars(original).get("__torchada_original__", original)
         if original is not None
         else None,

@@ -81,7 +81,8 @@ def nvmlDeviceGetMemoryInfo(handle: Any, version: Any = None) -> Any:
     Example::
 
         >>> import pynvml  # with torchada on MUSA  # doctest: +SKIP
-        >>> pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(0)).used  # doctest: +SKIP
+        >>> handle = pynvml.nvmlDeviceGetHandleByIndex(0)  # doctest: +SKIP
+        >>> pynvml.nvmlDeviceGetMemoryInfo(handle).used  # doctest: +SKIP
         0
     """
     info = _mtml.nvmlDeviceGetMemoryInfo(handle)
@@ -107,8 +108,9 @@ def not_supported(api: str, why: str, instead: str) -> Callable[..., Any]:
 
     Example::
 
-        >>> not_supported("pynvml.nvmlDeviceGetMigMode", "MUSA has no MIG", "skip it")  # doctest: +SKIP
-        <function nvmlDeviceGetMigMode at ...>
+        >>> f = not_supported("pynvml.nvmlDeviceGetMigMode", "no MIG", "skip it")  # doctest: +SKIP
+        >>> f.__name__  # doctest: +SKIP
+        'nvmlDeviceGetMigMode'
     """
     message = f"{api}: MUSA has no counterpart in MTML ({why}). Instead, {instead}."
     return _raising(api, NotSupportedOnMusa, message)
