@@ -84,7 +84,7 @@ enum {
 #define SBDF_SIZE 32
 #define PATH_SIZE 64
 
-/* ------------------------------------------------------------------ structures (pymtml's layout) */
+/* ---------------------------------------------------------------- structures (pymtml's layout) */
 typedef struct {
   char sbdf[SBDF_SIZE];
   unsigned int segment, bus, device, pciDeviceId, pciSubsystemId, busWidth;
