@@ -16,7 +16,7 @@ PROGRAM = textwrap.dedent("""
     torch.cuda.device_count()
     torch.cuda.get_device_name(0)
     try:
-        torch.cuda.utilization()
+        torch.cuda.caching_allocator_enable(False)
     except NotImplementedError:
         pass  # caught by the program: the report must still list it
     torch.cuda.nvtx.range_push("step")
@@ -40,10 +40,10 @@ def test_report_lists_apis_kinds_calls_and_sites(tmp_path):
     assert data["torch.cuda.device_count"]["calls"] == 2
     assert data["torch.cuda.device_count"]["kind"] == "same"
     assert data["torch.cuda.device_count"]["first_site"] == f"{script}:3"
-    assert data["torch.cuda.utilization"]["kind"] == "unsupported"
-    assert data["torch.cuda.utilization"]["calls"] == 1
+    assert data["torch.cuda.caching_allocator_enable"]["kind"] == "unsupported"
+    assert data["torch.cuda.caching_allocator_enable"]["calls"] == 1
     assert data["torch.cuda.nvtx.range_push"]["kind"] == "filled"
-    assert "torchada report: " in r.stderr and "torch.cuda.utilization" in r.stderr
+    assert "torchada report: " in r.stderr and "torch.cuda.caching_allocator_enable" in r.stderr
 
 
 def test_report_is_rank_aware_under_env(tmp_path):
