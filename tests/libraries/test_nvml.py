@@ -163,7 +163,11 @@ print("OFF", pynvml.__file__)
 def test_off_musa_pynvml_is_nvidia_ml_py():
     env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHADA_")}
     done = subprocess.run(
-        [sys.executable, "-c", OFF_MUSA], capture_output=True, text=True, env=env, cwd=REPO,
+        [sys.executable, "-c", OFF_MUSA],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -184,7 +188,11 @@ assert sys.modules["pynvml"] is pynvml
 print("RESTORED")
 """
     done = subprocess.run(
-        [sys.executable, "-c", program], capture_output=True, text=True, env=_env(), cwd=REPO,
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        cwd=REPO,
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]

@@ -144,9 +144,11 @@ def library_rule(cuda_file: str) -> Library:
 def _load_path(rule: Library) -> str:
     if rule.implemented:
         # torchada's own library of the CUDA names (built and bound at its first load).
-        from .nvml import library_path
+        import sys
 
-        return str(library_path(rule.cuda_file))
+        from .nvml_library import library_path
+
+        return str(library_path(sys.modules[__name__], rule.cuda_file))
     return _musa_path(musa_library_dir(), rule.musa_file)
 
 

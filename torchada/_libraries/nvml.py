@@ -8,7 +8,8 @@ answered from MTML, Moore Threads' management library.
   :func:`torchada.disable`. Nothing is imported until the program reads a name.
 - ``ctypes.CDLL("libnvidia-ml.so.1")`` (vLLM's vendored ``pynvml.py``) loads a library torchada
   builds from ``csrc/nvml_shim`` (tables/libraries.json, row "nvidia-ml"): the NVML functions
-  listed there, written over MTML's C API, with NVML's return codes and struct layouts.
+  listed there, written over MTML's C API, with NVML's return codes and struct layouts
+  (:mod:`torchada._libraries.nvml_library`).
 
 Installed on MUSA only (torchada turns on nowhere else); ``TORCHADA_DISABLE_NVML=1`` leaves it out.
 """
@@ -16,9 +17,7 @@ Installed on MUSA only (torchada turns on nowhere else); ``TORCHADA_DISABLE_NVML
 from __future__ import annotations
 
 import logging
-import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
 if TYPE_CHECKING:
@@ -28,61 +27,6 @@ logger = logging.getLogger("torchada")
 
 #: The module table of the modules this subsystem serves.
 TABLE = "nvml_modules"
-
-_built: Dict[str, Path] = {}  # CUDA library name -> its built and bound library
-
-
-def _source(cuda_file: str) -> Path:
-    from .._native.build import csrc_dir
-
-    return csrc_dir() / "nvml_shim" / f"{cuda_file}.c"
-
-
-def _mtml_path() -> Optional[str]:
-    """The MTML library ctypes would load (``libmtml.so.2``, else ``libmtml.so``): beside the MUSA
-    libraries where it is there, else the first the dynamic loader finds; None where neither is."""
-    from . import ctypes_bindings as _ctypes
-
-    directory = _ctypes.musa_library_dir()
-    for name in ("libmtml.so.2", "libmtml.so"):
-        if directory and os.path.exists(os.path.join(directory, name)):
-            return os.path.join(directory, name)
-    for name in ("libmtml.so.2", "libmtml.so"):
-        try:
-            return str(_ctypes.open_untranslated(name)._name)
-        except OSError:
-            continue
-    return None
-
-
-def library_path(cuda_file: str = "libnvidia-ml") -> Path:
-    """Path of torchada's ``libnvidia-ml.so`` (NVML over MTML), built on first use and told where
-    MTML and the MUSA driver are.
-
-    Example::
-
-        >>> library_path("libnvidia-ml").name  # doctest: +SKIP
-        'libnvidia-ml.so'
-    """
-    if cuda_file in _built:
-        return _built[cuda_file]
-    from .._native.build import build_shared_libraries
-    from . import ctypes_bindings as _ctypes
-
-    source = _source(cuda_file)
-    path = build_shared_libraries("torchada_nvml_shim", [source])[cuda_file]
-    lib = _ctypes.open_untranslated(str(path))
-    mtml = _mtml_path()
-    driver = _ctypes.musa_library_path("libcuda")
-    if mtml is None:
-        logger.warning(
-            "torchada: no MTML library (libmtml.so.2 or libmtml.so) was found for %s: NVML calls "
-            "answer NVML_ERROR_LIBRARY_NOT_FOUND; install the MUSA driver's management library",
-            cuda_file,
-        )
-    lib.torchada_nvml_bind(mtml.encode() if mtml else None, str(driver).encode())
-    _built[cuda_file] = path
-    return path
 
 
 def _original_file() -> Optional[str]:
