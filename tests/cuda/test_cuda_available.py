@@ -189,7 +189,8 @@ def test_the_published_answer_on_request(tmp_path):
 
 
 def test_compiled_code_that_asks_is_available_takes_the_gpu_branch():
-    # Dynamo evaluates the question at trace time, in one graph, as it does for CUDA's.
+    # Dynamo evaluates the question at trace time, in one graph, as it does for CUDA's (it cannot
+    # trace the look at the caller's frame); here Dynamo may have come before or after torchada.
     import torch._dynamo.testing
 
     def step(x):
@@ -201,3 +202,20 @@ def test_compiled_code_that_asks_is_available_takes_the_gpu_branch():
     expected = x.sin() if FOR_MUSA else x.cos()
     assert torch.equal(compiled(x), expected) and counter.frame_count == 1
     torch._dynamo.reset()
+
+
+def test_compiled_is_available_folds_when_dynamo_came_before_torchada(py):
+    code = """
+import torch, torch._dynamo.testing
+import torchada
+def step(x):
+    return x.sin() if torch.cuda.is_available() else x.cos()
+counter = torch._dynamo.testing.CompileCounter()
+compiled = torch.compile(step, backend=counter, fullgraph=True)
+x = torch.ones(3, device="cuda")
+print(torch.equal(compiled(x), x.sin() if torch.cuda.is_available() else x.cos()),
+      counter.frame_count)
+"""
+    r = py(code, env={"TORCHADA_SIMULATE": "1"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split()[-2:] == ["True", "1"]

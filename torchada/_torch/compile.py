@@ -123,8 +123,16 @@ _FOLDED = {
 _FOLDED_C = ("is_autocast_enabled", "get_autocast_dtype", "get_autocast_gpu_dtype")
 
 
+def _served_folded() -> list[Any]:
+    # torchada's own torch.cuda.is_available (torchada._cuda.available): it looks at its caller's
+    # frame, which Dynamo cannot trace, so Dynamo evaluates it at trace time as it does CUDA's.
+    served = getattr(torch.cuda, "is_available", None)
+    return [served] if hasattr(served, "__torchada_musa__") else []
+
+
 def _musa_folded() -> list[Any]:
-    return [f for f in (getattr(torch.musa, n, None) for n in _FOLDED) if f is not None]
+    folded = [f for f in (getattr(torch.musa, n, None) for n in _FOLDED) if f is not None]
+    return folded + _served_folded()
 
 
 def _register_constant_folds(torch_variables: Any) -> None:
@@ -135,6 +143,7 @@ def _register_constant_folds(torch_variables: Any) -> None:
     added = []
     entries = [(getattr(torch.musa, name, None), guarded) for name, guarded in _FOLDED.items()]
     entries += [(getattr(torch._C, name, None), False) for name in _FOLDED_C]
+    entries += [(fn, False) for fn in _served_folded()]
     for fn, guarded in entries:
         tables = [torch_variables.constant_fold_functions]
         if guarded:
