@@ -4,6 +4,7 @@ rename cannot be undone); tests that need a pristine interpreter run a subproces
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -170,6 +171,19 @@ def run_cuda_program(
         timeout=timeout,
         cwd=str(workdir),
     )
+
+
+def program_result(r: subprocess.CompletedProcess) -> dict:
+    """The last JSON line a program printed, after checking that it exited cleanly."""
+    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-4000:])
+    lines = [x for x in r.stdout.splitlines() if x.startswith("{")]
+    assert lines, r.stdout[-2000:]
+    return json.loads(lines[-1])
+
+
+def decreasing(values) -> bool:
+    """Whether a run's losses are finite and end below where they started."""
+    return all(math.isfinite(v) for v in values) and values[-1] < values[0]
 
 
 @pytest.fixture

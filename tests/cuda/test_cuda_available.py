@@ -132,6 +132,16 @@ def test_a_bad_row_is_refused_when_the_table_loads(tmp_path):
         _tables.load_file(path, "nvidia_callers")
 
 
+def _imported_program(tmp_path, source: str):
+    """What a program of a real library's use prints (its last line, a JSON list), run with
+    ``import torchada`` first on the simulator."""
+    prog = tmp_path / "library_cuda.py"
+    prog.write_text(source)
+    r = run_cuda_program("import", str(prog), workdir=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.splitlines()[-1])
+
+
 @pytest.mark.skipif(
     importlib.util.find_spec("bitsandbytes") is None,
     reason="bitsandbytes is not installed (it is in the 'test' extra)",
@@ -139,17 +149,15 @@ def test_a_bad_row_is_refused_when_the_table_loads(tmp_path):
 def test_bitsandbytes_import_takes_its_cpu_backend_not_cuda_kernels(tmp_path):
     # Its import guard means NVIDIA's stack: told True it registers its CUDA kernels and picks
     # its CUDA backend. Inside it, torch's own answer; the program around it still sees the GPU.
-    prog = tmp_path / "bnb_cuda.py"
-    prog.write_text(
+    out = _imported_program(
+        tmp_path,
         "import json, sys, torch\n"
         "import bitsandbytes\n"
         "from bitsandbytes import cextension\n"
         "print(json.dumps([torch.cuda.is_available(), cextension.BNB_BACKEND,\n"
-        "                  'bitsandbytes.backends.cuda.ops' in sys.modules]))\n"
+        "                  'bitsandbytes.backends.cuda.ops' in sys.modules]))\n",
     )
-    r = run_cuda_program("import", str(prog), workdir=tmp_path)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert json.loads(r.stdout.splitlines()[-1]) == [FOR_MUSA, "CPU", False]
+    assert out == [FOR_MUSA, "CPU", False]
 
 
 @pytest.mark.skipif(
@@ -160,16 +168,13 @@ def test_tritons_nvidia_driver_stays_inactive(tmp_path):
     # Triton's NVIDIA backend counts itself active where CUDA is available, then builds its
     # launcher against libcuda: DeepSpeed's Triton ops failed at import. Inside its check, torch's
     # own answer (False without an NVIDIA GPU); the program still sees the MUSA device.
-    prog = tmp_path / "triton_cuda.py"
-    prog.write_text(
+    available, active = _imported_program(
+        tmp_path,
         "import json, torch\n"
         "from triton.backends import backends\n"
         "print(json.dumps([torch.cuda.is_available(),\n"
-        "                  {name: b.driver.is_active() for name, b in backends.items()}]))\n"
+        "                  {name: b.driver.is_active() for name, b in backends.items()}]))\n",
     )
-    r = run_cuda_program("import", str(prog), workdir=tmp_path)
-    assert r.returncode == 0, r.stderr[-3000:]
-    available, active = json.loads(r.stdout.splitlines()[-1])
     assert available is FOR_MUSA and active["nvidia"] is False
 
 

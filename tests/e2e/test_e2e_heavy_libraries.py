@@ -10,14 +10,12 @@ tools/compat.sh run it. A test is skipped only where its library is not importab
 from __future__ import annotations
 
 import importlib.util
-import json
-import math
 import os
 import textwrap
 
 import pytest
 import torch
-from conftest import REPO
+from conftest import REPO, decreasing, program_result
 
 pytestmark = pytest.mark.slow
 
@@ -41,21 +39,10 @@ needs_megatron = pytest.mark.skipif(
 )
 
 
-def _result(r) -> dict:
-    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-4000:])
-    lines = [x for x in r.stdout.splitlines() if x.startswith("{")]
-    assert lines, r.stdout[-2000:]
-    return json.loads(lines[-1])
-
-
-def _decreasing(values) -> bool:
-    return all(math.isfinite(v) for v in values) and values[-1] < values[0]
-
-
 @needs_deepspeed
 def test_deepspeed_zero_1_2_3_fp32_and_bf16_train_on_both_devices(cuda_program, tmp_path):
     prog = os.path.join(PROGRAMS, "deepspeed_zero_cuda.py")
-    out = _result(cuda_program("import", prog, workdir=tmp_path, torchrun=True))
+    out = program_result(cuda_program("import", prog, workdir=tmp_path, torchrun=True))
     assert out["device"] == "cuda"
     runs = {(r["stage"], r["dtype"]): r for r in out["runs"]}
     assert set(runs) == {(s, d) for s in (1, 2, 3) for d in ("fp32", "bf16")}
@@ -64,7 +51,7 @@ def test_deepspeed_zero_1_2_3_fp32_and_bf16_train_on_both_devices(cuda_program, 
         assert r["is_available"] is True and r["accelerator"] == "cuda", r
         assert r["engine_device"] == "cuda:0" and r["output_devices"] == ["musa:0", "musa:1"], r
         assert r["param_dtype"] == ("torch.bfloat16" if dtype == "bf16" else "torch.float32"), r
-        assert _decreasing(r["losses"]), r
+        assert decreasing(r["losses"]), r
         loss_diff = max(abs(a - b) for a, b in zip(r["losses"], r["cpu_losses"]))
         if dtype == "fp32":  # the same arithmetic as the CPU's full-batch AdamW
             assert r["max_weight_diff_vs_cpu"] <= 1e-6 and loss_diff <= 1e-6, r
@@ -111,7 +98,7 @@ def test_deepspeed_prebuilt_op_load_skips_the_cuda_version_check(cuda_program, t
             """
         )
     )
-    out = _result(cuda_program("import", str(prog), workdir=tmp_path))
+    out = program_result(cuda_program("import", str(prog), workdir=tmp_path))
     assert out["is_available"] is True and out["accelerator"] == "cuda"
     assert out["version_cuda"] is None
     assert out["error"].startswith("ModuleNotFoundError") and "fused_adam_op" in out["error"]
@@ -120,9 +107,9 @@ def test_deepspeed_prebuilt_op_load_skips_the_cuda_version_check(cuda_program, t
 @needs_megatron
 def test_megatron_tensor_parallel_2_trains_like_the_full_mlp_on_the_cpu(cuda_program, tmp_path):
     prog = os.path.join(PROGRAMS, "megatron_tp_cuda.py")
-    out = _result(cuda_program("import", prog, workdir=tmp_path, torchrun=True))
+    out = program_result(cuda_program("import", prog, workdir=tmp_path, torchrun=True))
     assert out["is_available"] is True and out["tp"] == 2
     assert out["weight_device"] == out["output_device"] == "musa:0"
     assert out["max_weight_diff_vs_cpu"] <= 1e-6
     assert max(abs(a - b) for a, b in zip(out["losses"], out["cpu_losses"])) <= 1e-6
-    assert _decreasing(out["losses"])
+    assert decreasing(out["losses"])

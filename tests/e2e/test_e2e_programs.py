@@ -13,23 +13,12 @@ import os
 
 import pytest
 import torch
-from conftest import E2E_MODES, REPO
+from conftest import E2E_MODES, REPO, decreasing, program_result
 
 pytestmark = [pytest.mark.slow, pytest.mark.parametrize("mode", E2E_MODES)]
 
 EXAMPLES = os.path.join(REPO, "examples")
 PROGRAMS = os.path.join(REPO, "tests", "e2e", "e2e_programs")
-
-
-def _result(r) -> dict:
-    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-4000:])
-    lines = [x for x in r.stdout.splitlines() if x.startswith("{")]
-    assert lines, r.stdout[-2000:]
-    return json.loads(lines[-1])
-
-
-def _decreasing(values) -> bool:
-    return all(math.isfinite(v) for v in values) and values[-1] < values[0]
 
 
 @pytest.mark.skipif(
@@ -38,14 +27,14 @@ def _decreasing(values) -> bool:
 )
 def test_hf_causal_lm_forward_generate_amp_training_and_checkpointing(mode, cuda_program, tmp_path):
     r = cuda_program(mode, os.path.join(EXAMPLES, "hf_causal_lm_cuda.py"), workdir=tmp_path)
-    out = _result(r)
+    out = program_result(r)
     assert out["logits_device"] == "musa:0" and out["param_device"] == "musa:0"
     assert out["max_abs_logit_diff"] < 1e-4  # against the same model on the CPU
     assert out["tokens"] == out["ref_tokens"]  # greedy generation, CPU tokens
     assert len(out["tokens"][0]) == 12 + 8
     assert out["autocast_logits_dtypes"] == ["torch.float16"]  # autocast("cuda") took effect
     assert out["param_dtype"] == "torch.float32" and out["scale"] > 1
-    assert _decreasing(out["losses"]) and len(out["losses"]) == 6
+    assert decreasing(out["losses"]) and len(out["losses"]) == 6
     # Gradient checkpointing recomputes attention dropout with the forward's masks.
     assert out["checkpointing_grad_diff"] <= 1e-6
 
@@ -53,7 +42,7 @@ def test_hf_causal_lm_forward_generate_amp_training_and_checkpointing(mode, cuda
 def test_programs_that_ask_is_available_run_on_the_gpu(mode, cuda_program, tmp_path):
     # No flag, no environment: the "auto" device, pinned batches, the scaler, bfloat16 where it
     # is supported, fused AdamW, Lightning's accelerator="auto" and accelerate's default device.
-    out = _result(
+    out = program_result(
         cuda_program(mode, os.path.join(PROGRAMS, "auto_device_cuda.py"), workdir=tmp_path)
     )
     assert out["is_available"] is True and out["device"] == "cuda"
@@ -63,7 +52,7 @@ def test_programs_that_ask_is_available_run_on_the_gpu(mode, cuda_program, tmp_p
     gpt = out["gpt_style"]
     assert gpt["dtype"] == "bfloat16" and gpt["autocast_dtypes"] == ["torch.bfloat16"]
     assert gpt["fused"] and not gpt["scaler_enabled"] and gpt["param_device"] == "musa:0"
-    assert _decreasing(gpt["losses"])
+    assert decreasing(gpt["losses"])
     assert out["scaler"] == {"enabled": True, "scale": 65536.0}
     assert out["lightning"] == {
         "accelerator": "CUDAAccelerator",
@@ -76,7 +65,7 @@ def test_programs_that_ask_is_available_run_on_the_gpu(mode, cuda_program, tmp_p
 def test_dataloader_workers_side_stream_checkpoint_and_resume(mode, cuda_program, tmp_path):
     prog = os.path.join(EXAMPLES, "dataloader_resume_cuda.py")
     ckpt, full, resumed = (str(tmp_path / n) for n in ("ckpt.pt", "full.pt", "resumed.pt"))
-    a = _result(
+    a = program_result(
         cuda_program(
             mode,
             prog,
@@ -84,7 +73,7 @@ def test_dataloader_workers_side_stream_checkpoint_and_resume(mode, cuda_program
             workdir=tmp_path,
         )
     )
-    b = _result(
+    b = program_result(
         cuda_program(
             mode, prog, ["--epochs", 4, "--resume", ckpt, "--final", resumed], workdir=tmp_path
         )
@@ -93,7 +82,7 @@ def test_dataloader_workers_side_stream_checkpoint_and_resume(mode, cuda_program
         assert run["all_pinned"] and run["workers"] == [0, 1]  # pinned batches from 2 workers
         assert run["param_device"] == "musa:0"
         assert all(ms > 0 for ms in run["epoch_ms"])  # timed CUDA events
-    assert _decreasing(a["epoch_losses"]) and a["first_epoch"] == 0 and a["resumed_on"] is None
+    assert decreasing(a["epoch_losses"]) and a["first_epoch"] == 0 and a["resumed_on"] is None
     assert b["first_epoch"] == 2 and b["resumed_on"] == "musa:0"  # map_location="cuda"
     # Resumed training is uninterrupted training: same epoch losses, same final weights.
     assert b["epoch_losses"] == a["epoch_losses"][2:]
@@ -106,19 +95,19 @@ def test_dataloader_workers_side_stream_checkpoint_and_resume(mode, cuda_program
 @pytest.mark.parametrize("backend", ["inductor", "aot_eager"])
 def test_torch_compile_matches_eager(mode, backend, cuda_program, tmp_path):
     prog = os.path.join(PROGRAMS, "compile_cuda.py")
-    out = _result(cuda_program(mode, prog, ["--backend", backend], workdir=tmp_path))
+    out = program_result(cuda_program(mode, prog, ["--backend", backend], workdir=tmp_path))
     assert out["backend"] == backend and out["device"] == "musa:0"
     assert out["fwd_diff"] < 1e-5 and out["grad_diff"] < 1e-5 and out["weight_diff"] < 1e-5
     for e, c in zip(out["losses_eager"], out["losses_compiled"]):
         assert c == pytest.approx(e, rel=1e-5)
-    assert _decreasing(out["losses_compiled"])
+    assert decreasing(out["losses_compiled"])
     # torch.arange(device="cuda"), torch.ones(device=x.device), x.is_cuda and a device comparison
     # inside compiled code give eager's result.
     assert out["created_device"] == "musa:0" and out["created_diff"] < 1e-5
 
 
 def test_lightning_trainer_cuda_and_gpu_16_mixed(mode, cuda_program, tmp_path):
-    out = _result(
+    out = program_result(
         cuda_program(mode, os.path.join(PROGRAMS, "lightning_fit_cuda.py"), workdir=tmp_path)
     )
     for run, precision, dtype in (("full", "32-true", "float32"), ("mixed", "16-mixed", "float16")):
@@ -166,9 +155,9 @@ def test_data_parallel_and_cuda_comm(mode, cuda_program, tmp_path):
     # nn.DataParallel scatters, replicates, gathers and reduces gradients through
     # torch.nn.parallel.comm, which torch_musa's build of torch runs on musa devices.
     prog = os.path.join(PROGRAMS, "data_parallel_cuda.py")
-    out = _result(cuda_program(mode, prog, workdir=tmp_path))
+    out = program_result(cuda_program(mode, prog, workdir=tmp_path))
     assert out["device_ids"] == [0, 1] and out["param_device"] == "musa:0"
-    assert _decreasing(out["losses"]) and out["weight_diff"] < 1e-5  # as one device on the CPU
+    assert decreasing(out["losses"]) and out["weight_diff"] < 1e-5  # as one device on the CPU
     assert out["broadcast"] == [["musa:0", [0.0, 1.0, 2.0]], ["musa:1", [0.0, 1.0, 2.0]]]
     assert out["scatter"] == [["musa:0", [0.0, 1.0, 2.0]], ["musa:1", [3.0, 4.0, 5.0]]]
     assert out["gather"] == ["musa:1", [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]]
@@ -176,7 +165,7 @@ def test_data_parallel_and_cuda_comm(mode, cuda_program, tmp_path):
 
 def test_hf_pipeline_and_device_map_cuda(mode, cuda_program, tmp_path):
     prog = os.path.join(PROGRAMS, "hf_pipeline_cuda.py")
-    out = _result(cuda_program(mode, prog, [tmp_path], workdir=tmp_path))
+    out = program_result(cuda_program(mode, prog, [tmp_path], workdir=tmp_path))
     assert out["pipeline_model_device"] == "musa:0" and out["pipeline0_device"] == "musa:0"
     for key in ("scores", "scores0"):
         assert len(out[key]) == 3
@@ -189,7 +178,9 @@ def test_hf_pipeline_and_device_map_cuda(mode, cuda_program, tmp_path):
 
 
 def test_diffusers_cuda_generator_and_model_cpu_offload(mode, cuda_program, tmp_path):
-    out = _result(cuda_program(mode, os.path.join(PROGRAMS, "diffusers_cuda.py"), workdir=tmp_path))
+    out = program_result(
+        cuda_program(mode, os.path.join(PROGRAMS, "diffusers_cuda.py"), workdir=tmp_path)
+    )
     assert out["unet_device"] == "musa:0" and out["generator_device"] == "musa:0"
     assert out["shape"] == [2, 8, 8, 3]
     assert out["repeat_diff"] == 0.0 and out["other_seed_diff"] > 0.01  # seeded by the generator
@@ -200,18 +191,18 @@ def test_diffusers_cuda_generator_and_model_cpu_offload(mode, cuda_program, tmp_
 
 def test_accelerate_fp16_training_loop(mode, cuda_program, tmp_path):
     prog = os.path.join(PROGRAMS, "accelerate_fp16_cuda.py")
-    out = _result(cuda_program(mode, prog, workdir=tmp_path))
+    out = program_result(cuda_program(mode, prog, workdir=tmp_path))
     assert out["is_cuda_device"] and out["inputs"] == ["musa:0"]
     assert out["param_device"] == "musa:0" and out["param_dtype"] == "torch.float32"
     assert out["inner_dtypes"] == ["torch.float16"] and out["output_dtypes"] == ["torch.float32"]
     assert out["scaler"] == "GradScaler" and out["scale"] > 1
     # The optimizer made before prepare() moved the model trains the model's own parameters.
-    assert _decreasing(out["epoch_losses"]) and out["epoch_losses"][-1] < out["epoch_losses"][0] / 2
+    assert decreasing(out["epoch_losses"]) and out["epoch_losses"][-1] < out["epoch_losses"][0] / 2
     assert out["memory_allocated"] > 0
 
 
 def test_cuda_graphs_capture_replay_and_graphed_callables(mode, cuda_program, tmp_path):
-    out = _result(
+    out = program_result(
         cuda_program(mode, os.path.join(PROGRAMS, "cuda_graphs_cuda.py"), workdir=tmp_path)
     )
     assert out["inference_diff"] < 1e-6
@@ -239,7 +230,7 @@ def test_serving_style_ctypes_wrappers_find_and_drive_the_runtime_and_nccl(
         monkeypatch.setenv("VLLM_CUDART_SO_PATH", "/usr/local/cuda/lib64/libcudart.so.12")
         monkeypatch.delenv("VLLM_NCCL_SO_PATH", raising=False)
     prog = os.path.join(PROGRAMS, "serving_ctypes_cuda.py")
-    out = _result(cuda_program(mode, prog, [route.split(":")[0]], workdir=tmp_path))
+    out = program_result(cuda_program(mode, prog, [route.split(":")[0]], workdir=tmp_path))
     assert out["errors"] == []
     found = {
         "env:musa": ("libmusart.so", "libmccl.so"),
