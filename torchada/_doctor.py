@@ -82,8 +82,10 @@ def _cuda_available(info: Dict[str, Any]) -> Dict[str, Any]:
     """What ``torch.cuda.is_available()`` answers here, and why (the switch, or the platform)."""
     import torch
 
+    from ._cuda.available import answers_for_musa
+
     raw = os.environ.get("TORCHADA_FORCE_CUDA_AVAILABLE")
-    for_musa = flag("TORCHADA_FORCE_CUDA_AVAILABLE", default=True)
+    for_musa = answers_for_musa()
     if info["platform"] != "musa" or not info["enabled"]:
         why = "torch's own answer: torchada is not active on MUSA here"
     elif for_musa:
@@ -139,6 +141,8 @@ def _op_overrides(info: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def warnings_for(info: Dict[str, Any]) -> List[str]:
+    from ._cuda.available import answers_for_musa
+
     env = info["switches"]
     out = []
     ops = info.get("op_overrides", {})
@@ -171,7 +175,7 @@ def warnings_for(info: Dict[str, Any]) -> List[str]:
         )
     if flag("TORCHADA_DISABLE", env) and env.get("TORCHADA_ACTIVE"):
         out.append("TORCHADA_DISABLE wins over TORCHADA_ACTIVE: nothing is installed")
-    if info["platform"] == "musa" and not flag("TORCHADA_FORCE_CUDA_AVAILABLE", env, True):
+    if info["platform"] == "musa" and not answers_for_musa(env):
         out.append(
             "TORCHADA_FORCE_CUDA_AVAILABLE=0: torch.cuda.is_available() is False, so programs "
             "that ask it before choosing a device run on the CPU"

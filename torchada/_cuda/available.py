@@ -14,23 +14,31 @@ from __future__ import annotations
 import functools
 import sys
 from types import FrameType, ModuleType
-from typing import Callable, Dict, FrozenSet, Optional, Tuple
+from typing import Callable, Dict, FrozenSet, Mapping, Optional, Tuple
 
 from .._core import tables as _tables
 from .._core.env import flag
+
+#: Code objects carry their qualified name from Python 3.11; before, only the plain name, so a
+#: row's ``Class.method`` is matched by ``method`` in its module there.
+_HAS_QUALNAME = hasattr((lambda: None).__code__, "co_qualname")
+
+
+def _row_name(function: str) -> str:
+    return function if _HAS_QUALNAME else function.rsplit(".", 1)[-1]
 
 
 @functools.lru_cache(maxsize=1)
 def _callers() -> Tuple[FrozenSet[str], Dict[Tuple[str, str], int], int]:
     """(modules named in the table, {(module, function): frames up it may sit}, the deepest)."""
     rows = _tables.load("nvidia_callers").callers
-    table = {(r.module, r.function): r.depth for r in rows}
+    table = {(r.module, _row_name(r.function)): r.depth for r in rows}
     return frozenset(r.module for r in rows), table, max(table.values(), default=0)
 
 
 def _qualname(frame: FrameType) -> str:
     code = frame.f_code
-    return getattr(code, "co_qualname", code.co_name)  # co_qualname: Python 3.11+
+    return code.co_qualname if _HAS_QUALNAME else code.co_name  # type: ignore[attr-defined]
 
 
 def nvidia_caller(frame: Optional[FrameType]) -> Optional[Tuple[str, str]]:
@@ -49,10 +57,10 @@ def nvidia_caller(frame: Optional[FrameType]) -> Optional[Tuple[str, str]]:
     while frame is not None and depth <= deepest:
         module = frame.f_globals.get("__name__")
         if module in modules:
-            for name in (_qualname(frame), frame.f_code.co_name):
-                allowed = rows.get((module, name))
-                if allowed is not None and depth <= allowed:
-                    return module, name
+            name = _qualname(frame)
+            allowed = rows.get((module, name))
+            if allowed is not None and depth <= allowed:
+                return module, name
         frame = frame.f_back
         depth += 1
     return None
@@ -82,17 +90,20 @@ def is_available_for(musa_is_available: Callable[[], bool], original: ModuleType
     return is_available
 
 
-def answers_for_musa() -> bool:
-    """Whether ``torch.cuda.is_available()`` answers for the MUSA device (the default).
-    ``TORCHADA_FORCE_CUDA_AVAILABLE=0`` (the runner's ``--no-cuda-available``) keeps torch's own
-    answer, False on MUSA, as the published adapter gives.
+def answers_for_musa(environ: Optional[Mapping[str, str]] = None) -> bool:
+    """Whether ``torch.cuda.is_available()`` answers for the MUSA device (the default), in
+    ``environ`` (default: this process's). ``TORCHADA_FORCE_CUDA_AVAILABLE=0`` (the runner's
+    ``--no-cuda-available``) keeps torch's own answer, False on MUSA, as the published adapter
+    gives.
 
     Example::
 
-        >>> answers_for_musa()  # doctest: +SKIP
+        >>> answers_for_musa({"TORCHADA_FORCE_CUDA_AVAILABLE": "0"})
+        False
+        >>> answers_for_musa({})
         True
     """
-    return flag("TORCHADA_FORCE_CUDA_AVAILABLE", default=True)
+    return flag("TORCHADA_FORCE_CUDA_AVAILABLE", environ, default=True)
 
 
 def served() -> Callable[[], bool]:
