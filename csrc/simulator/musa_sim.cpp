@@ -182,5 +182,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     return elapsed_time(reinterpret_cast<void*>(a), reinterpret_cast<void*>(b));
   });
   m.def("_get_allow_tf32", [] { return g_allow_tf32; });
-  m.def("_set_allow_tf32", [](bool v) { g_allow_tf32 = v; });
+  // A bool and nothing else, in torch_musa's words (its METH_O binding checks PyBool).
+  m.def("_set_allow_tf32", [](py::handle v) {
+    TORCH_CHECK(
+        PyBool_Check(v.ptr()),
+        "set_allow_tf32_cublas expects a bool, but got ",
+        Py_TYPE(v.ptr())->tp_name);
+    g_allow_tf32 = v.ptr() == Py_True;
+  });
 }

@@ -607,6 +607,31 @@ def test_graph_capture_runs_nothing_until_replay():
     assert w.tolist() == [9.0] * 3 and y.tolist() == [18.0] * 3 and buf[1].tolist() == [18.0] * 3
 
 
+def test_mudnn_flag_is_frozen_by_disable_global_flags(py):
+    # torch_musa's allow_tf32 is a ContextProp, as cuDNN's flags are: after
+    # disable_global_flags() only flags() may change it. In a process of its own, as torch has no
+    # undo for the freeze.
+    r = py(
+        "from torchada import _simulator\n_simulator.activate()\nimport torch, torch_musa\n"
+        "m = torch.backends.mudnn\n"
+        "m.allow_tf32 = False\n"
+        "torch.backends.disable_global_flags()\n"
+        "try:\n    m.allow_tf32 = True\nexcept RuntimeError as e:\n    print('refused:', e)\n"
+        "with m.flags(allow_tf32=True):\n    print('inside', m.allow_tf32)\n"
+        "print('after', m.allow_tf32)\n"
+        "with m.flags():\n    pass\n"
+        "try:\n    m.set_flags()\nexcept TypeError as e:\n    print('set_flags:', e)\n"
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [
+        "refused: not allowed to set torch_musa.core.mudnn flags after disable_global_flags; "
+        "please use flags() context manager instead",
+        "inside True",
+        "after False",
+        "set_flags: set_flags() missing 1 required positional argument: '_allow_tf32'",
+    ]
+
+
 def test_mudnn_and_profiler_activity(py):
     mudnn = torch.backends.mudnn
     # In this process torchada may be on (muDNN's switch then follows torch's TF32 flag): the
@@ -618,10 +643,12 @@ def test_mudnn_and_profiler_activity(py):
     assert r.returncode == 0, r.stderr
     assert r.stdout.split()[-1] == "True"
     assert isinstance(mudnn.allow_tf32, bool) and isinstance(mudnn.version(), int)
-    with pytest.raises(TypeError):
+    with pytest.raises(RuntimeError, match="set_allow_tf32_cublas expects a bool, but got int"):
         mudnn.allow_tf32 = 1
     for missing in ("enabled", "benchmark", "deterministic", "is_available"):
         assert not hasattr(mudnn, missing)
+    # torch_musa's class body lists its own names so far: the docstring's.
+    assert type(mudnn).__name__ == "MudnnModule" and mudnn.__all__ == ["__doc__"]
     act = torch.profiler.ProfilerActivity
     assert act.MUSA == act.PrivateUse1
     with torch.profiler.profile(activities=[act.CPU, act.MUSA]) as prof:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import warnings
@@ -272,30 +273,96 @@ def test_mixing_legacy_and_new_tf32_apis_raises_as_torch_does():
         _ = B.cuda.matmul.allow_tf32
 
 
-def test_disable_global_flags_refuses_tf32_writes():
-    # torch.backends keeps the frozen state in its own module namespace (flags_frozen reads it);
-    # it is put back by hand, as torch has no undo for disable_global_flags().
+@contextlib.contextmanager
+def _global_flags_disabled():
+    """torch.backends.disable_global_flags() for the block. torch keeps the frozen state in its
+    own module namespace (flags_frozen reads it) and has no undo: it is put back by hand."""
     namespace = B.flags_frozen.__globals__
-    B.cudnn.allow_tf32 = False
-    B.cuda.matmul.allow_tf32 = True
     B.disable_global_flags()
     try:
         assert B.flags_frozen()
-        with pytest.raises(RuntimeError, match="not allowed to set torch.backends.cudnn flags"):
-            B.cudnn.allow_tf32 = False
-        assert B.mudnn.allow_tf32 is True  # refused before muDNN was touched
-        if _HAS_FP32_PRECISION:
-            with pytest.raises(RuntimeError, match="not allowed to set"):
-                B.cudnn.fp32_precision = "ieee"
-            assert B.mudnn.allow_tf32 is True
-        with B.cudnn.flags(enabled=None, benchmark=None, deterministic=None, allow_tf32=False):
-            assert B.cudnn.allow_tf32 is False and B.mudnn.allow_tf32 is False
-        assert B.flags_frozen() and B.mudnn.allow_tf32 is True
-        B.cuda.matmul.allow_tf32 = False  # torch never freezes cuBLAS's flags
-        assert B.mudnn.allow_tf32 is False
+        yield
     finally:
         namespace["__allow_nonbracketed_mutation_flag"] = True
     assert not B.flags_frozen()
+
+
+def _legacy_matmul_write(on):
+    B.cuda.matmul.allow_tf32 = on
+
+
+def _new_matmul_write(on):
+    B.cuda.matmul.fp32_precision = "tf32" if on else "ieee"
+
+
+def _matmul_precision_write(on):
+    torch.set_float32_matmul_precision("high" if on else "highest")
+
+
+def _conv_precision_write(on):
+    B.cudnn.conv.fp32_precision = "tf32" if on else "ieee"
+
+
+# Writes CUDA allows after disable_global_flags(): torch freezes only cuDNN's module-level flags.
+_ALLOWED_WHEN_FROZEN = [
+    pytest.param(_legacy_matmul_write, id="matmul.allow_tf32"),
+    pytest.param(_matmul_precision_write, id="set_float32_matmul_precision"),
+    pytest.param(
+        _new_matmul_write,
+        id="matmul.fp32_precision",
+        marks=pytest.mark.skipif(not _HAS_FP32_PRECISION, reason="torch < 2.9"),
+    ),
+    pytest.param(
+        _conv_precision_write,
+        id="cudnn.conv.fp32_precision",
+        marks=pytest.mark.skipif(not _HAS_FP32_PRECISION, reason="torch < 2.9"),
+    ),
+]
+
+
+@pytest.mark.parametrize("frozen", [False, True], ids=["before", "after_disable_global_flags"])
+@pytest.mark.parametrize("write", _ALLOWED_WHEN_FROZEN)
+def test_tf32_writes_cuda_allows_reach_mudnn(write, frozen):
+    # torch_musa's own mudnn.allow_tf32 is frozen by disable_global_flags() (a ContextProp), but
+    # CUDA programs may still write these: the write reaches muDNN's switch all the same.
+    with _global_flags_disabled() if frozen else contextlib.nullcontext():
+        for on in (True, False, True):
+            write(on)
+            assert B.mudnn.allow_tf32 is on
+        if frozen:  # torch_musa's property itself stays frozen, as in real torch_musa
+            with pytest.raises(RuntimeError, match="not allowed to set torch_musa.core.mudnn"):
+                B.mudnn.allow_tf32 = False
+            assert B.mudnn.allow_tf32 is True
+
+
+@pytest.mark.parametrize("frozen", [False, True], ids=["before", "after_disable_global_flags"])
+def test_cudnn_tf32_writes_follow_cudas_freeze(frozen):
+    B.cudnn.allow_tf32 = True
+    B.cuda.matmul.allow_tf32 = True
+    with _global_flags_disabled() if frozen else contextlib.nullcontext():
+        if frozen:  # refused in CUDA's words, before muDNN is touched
+            with pytest.raises(
+                RuntimeError,
+                match=r"not allowed to set torch\.backends\.cudnn flags after "
+                r"disable_global_flags; please use flags\(\) context manager instead",
+            ):
+                B.cudnn.allow_tf32 = False
+            assert B.cudnn.allow_tf32 is True and B.mudnn.allow_tf32 is True
+            if _HAS_FP32_PRECISION:
+                with pytest.raises(RuntimeError, match="not allowed to set torch.backends.cudnn"):
+                    B.cudnn.fp32_precision = "ieee"
+                assert B.mudnn.allow_tf32 is True
+        else:
+            B.cudnn.allow_tf32 = False
+            assert B.cudnn.allow_tf32 is False and B.mudnn.allow_tf32 is False
+            B.cudnn.allow_tf32 = True
+            assert B.mudnn.allow_tf32 is True
+        # flags() changes them in either state, and puts them back.
+        for allow in (False, True):
+            with B.cudnn.flags(enabled=None, benchmark=None, deterministic=None, allow_tf32=allow):
+                assert B.cudnn.allow_tf32 is allow and B.mudnn.allow_tf32 is allow
+            assert B.cudnn.allow_tf32 is True and B.mudnn.allow_tf32 is True
+        assert B.flags_frozen() is frozen
 
 
 def test_reduced_precision_reductions_are_torchs_flags():

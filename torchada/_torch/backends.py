@@ -9,7 +9,8 @@ one rule:
   torch's "mix of the legacy and new APIs" error where torch does), ``cudnn.allow_tf32`` torch's
   cuDNN flag (True by default), and the ``fp32_precision`` getters are torch's.
 * Writes go through torch's own setter first (its type checks and ``disable_global_flags()``
-  apply), then into muDNN's switch: ``allow_tf32=v`` sets it to v, ``fp32_precision`` "tf32"
+  apply: cuDNN's flags are frozen, cuBLAS's and the precision API are not), then into muDNN's
+  switch, past its own frozen property: ``allow_tf32=v`` sets it to v, ``fp32_precision`` "tf32"
   on, "ieee" off, "none" leaves it; ``torch.set_float32_matmul_precision`` "highest" off,
   "high"/"medium" on. One switch for matmuls and convolutions: the last write wins.
 * At activation muDNN's switch follows torch's matmul flag (CUDA's default: no TF32 in
@@ -57,7 +58,14 @@ def _get_tf32() -> bool:
 
 
 def _set_tf32(value: bool) -> None:
-    _mudnn().allow_tf32 = value  # muDNN checks the type, as torch does
+    # muDNN's switch itself, not its property: torch_musa's allow_tf32 is a ContextProp, frozen by
+    # disable_global_flags() like cuDNN's flags, but CUDA never freezes cuBLAS's flags (and a
+    # frozen cuDNN write was refused by torch's own property before it came here).
+    prop = inspect.getattr_static(_mudnn(), "allow_tf32", None)
+    if isinstance(prop, ContextProp):
+        prop.setter(value)  # torch_musa checks the type, as torch does
+    else:
+        _mudnn().allow_tf32 = value
 
 
 def _follow_precision(value: Any) -> None:

@@ -1,8 +1,14 @@
-"""torch.backends.mudnn: the cuDNN analogue. Only allow_tf32 exists (no enabled/benchmark/...)."""
+"""torch.backends.mudnn: the cuDNN analogue. Only allow_tf32 exists (no enabled/benchmark/...).
+
+As in torch_musa 2.7.1 (``torch_musa/core/mudnn.py``) the module is replaced by a ``PropModule``
+whose ``allow_tf32`` is a ``ContextProp``: like ``torch.backends.cudnn``'s flags, it refuses
+writes after ``torch.backends.disable_global_flags()`` outside ``flags()``.
+"""
 
 import sys
-import types
 from contextlib import contextmanager
+
+from torch.backends import ContextProp, PropModule, __allow_nonbracketed_mutation
 
 import torch_musa
 
@@ -13,32 +19,30 @@ def version():
     return int(MUDNN_VERSION)
 
 
-def set_flags(_allow_tf32):
-    orig = (torch_musa._MUSAC._get_allow_tf32(),)
-    if _allow_tf32 is not None:
-        torch_musa._MUSAC._set_allow_tf32(_allow_tf32)
-    return orig
+def set_flags(_allow_tf32: bool):
+    orig_flags = (torch_musa._MUSAC._get_allow_tf32(),)
+    torch_musa._MUSAC._set_allow_tf32(_allow_tf32)
+    return orig_flags
 
 
 @contextmanager
 def flags(allow_tf32=True):
-    orig = set_flags(allow_tf32)
+    with __allow_nonbracketed_mutation():
+        orig_flags = set_flags(allow_tf32)
     try:
         yield
     finally:
-        set_flags(*orig)
+        with __allow_nonbracketed_mutation():
+            set_flags(*orig_flags)
 
 
-class MudnnModule(types.ModuleType):
-    @property
-    def allow_tf32(self):
-        return torch_musa._MUSAC._get_allow_tf32()
+class MudnnModule(PropModule):
+    """The module object that serves muDNN's switch as a property."""
 
-    @allow_tf32.setter
-    def allow_tf32(self, value):
-        if not isinstance(value, bool):
-            raise TypeError("allow_tf32 must be a bool")
-        torch_musa._MUSAC._set_allow_tf32(value)
+    # Evaluated in the class body, as torch_musa does: it lists the body's own names so far.
+    __all__ = list(set(vars().keys()) - {"__module__", "__qualname__"})
+
+    allow_tf32 = ContextProp(torch_musa._MUSAC._get_allow_tf32, torch_musa._MUSAC._set_allow_tf32)
 
 
-sys.modules[__name__].__class__ = MudnnModule
+sys.modules[__name__] = MudnnModule(sys.modules[__name__], __name__)
