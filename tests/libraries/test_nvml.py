@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
+from conftest import REPO, run_cuda_program, run_python
 
 pytestmark = pytest.mark.skipif(
     any(importlib.util.find_spec(name) is None for name in ("pymtml", "pynvml")),
@@ -123,23 +123,11 @@ print("EXPORTS", len(row.implemented))
 """
 
 
-def _env() -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHADA_")}
-    env["TORCHADA_SIMULATE"] = "1"
-    return env
-
-
 @pytest.mark.parametrize("way", ["import", "runner"])
 def test_nvml_on_the_simulator(way, tmp_path):
-    if way == "import":
-        command = [sys.executable, "-c", "import torchada\n" + PROGRAM]
-    else:
-        script = tmp_path / "nvml_program.py"
-        script.write_text(PROGRAM)
-        command = [sys.executable, "-m", "torchada.run", "--simulate", str(script)]
-    done = subprocess.run(
-        command, capture_output=True, text=True, env=_env(), cwd=REPO, timeout=300
-    )
+    script = tmp_path / "nvml_program.py"
+    script.write_text(PROGRAM)
+    done = run_cuda_program(way, str(script), workdir=tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "PYNVML 4194304 MTT" in done.stdout, done.stdout
     assert "VENDORED vendored_pynvml" in done.stdout
@@ -187,13 +175,6 @@ torchada.disable()
 assert sys.modules["pynvml"] is pynvml
 print("RESTORED")
 """
-    done = subprocess.run(
-        [sys.executable, "-c", program],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        cwd=REPO,
-        timeout=300,
-    )
+    done = run_python(program, env={"TORCHADA_SIMULATE": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
     assert "RESTORED" in done.stdout

@@ -11,12 +11,9 @@ before torchada; a vendored copy of it, loaded after, checks the star import's v
 from __future__ import annotations
 
 import importlib.util
-import os
-import subprocess
-import sys
 
 import pytest
-from conftest import REPO
+from conftest import run_cuda_program
 
 BINDINGS = ("pymtml", "pynvml")
 
@@ -51,22 +48,10 @@ print("IMPORTED", pymtml.__name__, pynvml.__name__, vendored.__name__)
 """
 
 
-def _env() -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHADA_")}
-    env["TORCHADA_SIMULATE"] = "1"
-    return env
-
-
 @pytest.mark.parametrize("way", ["import", "runner"])
 def test_bindings_import_with_torchada_on(way, tmp_path):
-    if way == "import":
-        command = [sys.executable, "-c", "import torchada\n" + PROGRAM]
-    else:
-        script = tmp_path / "bindings.py"
-        script.write_text(PROGRAM)
-        command = [sys.executable, "-m", "torchada.run", "--simulate", str(script)]
-    done = subprocess.run(
-        command, capture_output=True, text=True, env=_env(), cwd=REPO, timeout=300
-    )
+    script = tmp_path / "bindings.py"
+    script.write_text(PROGRAM)
+    done = run_cuda_program(way, str(script), workdir=tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "IMPORTED pymtml pynvml vendored_pynvml" in done.stdout
