@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -162,7 +163,15 @@ def test_a_waiting_builder_says_for_whom_it_waits(tiny):
             line = waiter.stderr.readline()
         assert "waiting for process 424242 to finish building native library 'tiny'" in line
         fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
-    assert _result(waiter)["answer"] == 42
+    out, err = waiter.communicate(timeout=180)
+    assert waiter.returncode == 0 and json.loads(out.splitlines()[-1])["answer"] == 42
+    # Not a terminal: one line when the wait ends, then the build's one line at each end.
+    assert re.fullmatch(
+        r"torchada: process 424242 is done with native library 'tiny'; waited \d+\.\d s\n"
+        r"torchada: building native library 'tiny' \(first use, cached afterwards\)\.\.\.\n"
+        r"torchada: built native library 'tiny' in \d+\.\d s\n",
+        err,
+    ), err
 
 
 def test_cache_hit_when_nothing_changed_and_rebuild_when_a_source_did(tiny):
@@ -186,8 +195,11 @@ NATIVE_CHILD = textwrap.dedent("""
     from pathlib import Path
     logging.basicConfig(level=logging.INFO, format="%(name)s %(levelname)s %(message)s")
     from torchada._native import build as _build, library as _native
+    import torch.utils.cpp_extension as ce
+    runner = ce._run_ninja_build
     _native.source_dir = lambda: Path(os.environ["SRC_DIR"])
     assert _native.load() is not None, _native.state()
+    assert ce._run_ninja_build is runner  # torch's own runner is back in place
     info = dict(_native.state(), built=_build.last_build(_native.LIBRARY_NAME).built)
     print(json.dumps(info))
     """)

@@ -4,6 +4,9 @@ Two kinds of artefact go through here, both driven by ninja:
 - torch C++ extensions (through ``torch.utils.cpp_extension.load``, which writes a ninja file);
 - plain C shared libraries (our own ``build.ninja``), e.g. the simulator's ``libmusart.so``.
 
+Either way ninja runs through :func:`torchada._native.progress.run_ninja`: a cold build shows
+ninja's ``[n/m]`` on a terminal, and one line at each end in a log (:mod:`.progress`).
+
 The lock is ``fcntl.flock`` on a file beside the build directory: the kernel drops it when the
 holder dies, so a build killed half-way never makes a later import wait forever (torch's own lock
 file does).
@@ -28,15 +31,17 @@ import logging
 import os
 import re
 import shutil
-import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from types import ModuleType
-from typing import Any, ContextManager, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .._core.cache import cache_root, make_dirs, private_root, trusted, write_atomically
+from .._core.env import flag
 from .._core.records import record
+from .progress import Progress, ninja_command, run_ninja
 
 logger = logging.getLogger("torchada")
 
@@ -98,8 +103,15 @@ VERBOSE_ENV = "TORCHADA_VERBOSE_BUILD"
 
 
 def verbose_builds(*also: str) -> bool:
-    """``TORCHADA_VERBOSE_BUILD=1`` (or any of the variables in ``also``) shows the build."""
-    return any(os.environ.get(name, "") not in ("", "0") for name in (VERBOSE_ENV, *also))
+    """``TORCHADA_VERBOSE_BUILD=1`` (or any of the variables in ``also``) shows the build: the
+    compiler's commands and output, line by line.
+
+    Example::
+
+        >>> verbose_builds()  # doctest: +SKIP
+        False
+    """
+    return any(flag(name) for name in (VERBOSE_ENV, *also))
 
 
 @record
@@ -198,9 +210,6 @@ def _intact(done: Path, artefacts: Sequence[Path]) -> bool:
     return False
 
 
-WAIT_REPORT_SECONDS = 30.0  # a waiting builder says so at once, then this often
-
-
 def is_intact_build(artefact: Path) -> bool:
     """Whether ``artefact`` (a file that :func:`build_shared_libraries` returned) is still what its
     build produced: a path remembered from an earlier process is used only then.
@@ -217,8 +226,8 @@ def is_intact_build(artefact: Path) -> bool:
 @contextlib.contextmanager
 def _locked(path: Path, what: str = "") -> Iterator[None]:
     """Hold the build lock ``path``. A process that has to wait says so on stderr at once, naming
-    the process that builds, and again every :data:`WAIT_REPORT_SECONDS` (a cold build takes
-    minutes: silence looks like a hang)."""
+    the process that builds (a cold build takes minutes: silence looks like a hang); on a terminal
+    the line counts the seconds, and a line at the end says how long it waited."""
     try:
         make_dirs(path.parent)
         fh = open(os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600), "a+")
@@ -243,18 +252,16 @@ def _locked(path: Path, what: str = "") -> Iterator[None]:
 
 
 def _wait_for_lock(fh: Any, path: Path, what: str) -> None:
-    start = time.perf_counter()
-    while True:
-        fh.seek(0)
-        holder = fh.read().strip() or "another process"
-        waited = time.perf_counter() - start
-        print(
-            f"torchada: waiting for process {holder} to finish building {what or path.stem} "
-            f"({waited:.0f} s so far; lock {path})",
-            file=sys.stderr,
-        )
-        deadline = time.perf_counter() + WAIT_REPORT_SECONDS
-        while time.perf_counter() < deadline:
+    fh.seek(0)
+    pid = fh.read().strip()  # the builder records itself once it holds the lock
+    who = f"process {pid}" if pid else "another process"
+    what = what or path.stem
+    with Progress(
+        f"torchada: waiting for {who} to finish building {what} (lock {path})...",
+        f"torchada: {who} is done with {what}; waited {{seconds:.1f}} s",
+        f"torchada: stopped waiting for {who} after {{seconds:.1f}} s",
+    ):
+        while True:
             try:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return
@@ -306,10 +313,79 @@ def ensure_ninja_on_path() -> str:
         ) from err
 
 
-def _announce(what: str) -> float:
-    # A cold build takes tens of seconds; say so once instead of looking hung.
-    print(f"torchada: building {what} (first use, cached afterwards)...", file=sys.stderr)
-    return time.perf_counter()
+def _showing(what: str) -> Progress:
+    """The lines a cold build shows on stderr (see :mod:`.progress`): a build takes from a second
+    to minutes, and silence cannot be told from a hang."""
+    return Progress(
+        f"torchada: building {what} (first use, cached afterwards)...",
+        f"torchada: built {what} in {{seconds:.1f}} s",
+        f"torchada: building {what} failed after {{seconds:.1f}} s",
+    )
+
+
+def _echo(shown: Progress, verbose: bool) -> Optional[Callable[[str], None]]:
+    """Where a verbose build's compiler lines go: stderr, apart from the redrawn line."""
+    return shown.say if verbose else None
+
+
+# torch's ninja runners routed through run_ninja, by id(module): (module, torch's runner, how many
+# builds use the route now). The route serves only the threads in _relayed; others get torch's.
+_routes: Dict[int, Tuple[ModuleType, Any, int]] = {}
+_routes_lock = threading.Lock()
+_relayed = threading.local()
+
+
+def _route(original: Any) -> Any:
+    def _run_ninja_build(
+        build_directory: str, verbose: bool = False, error_prefix: str = ""
+    ) -> None:
+        shown = getattr(_relayed, "shown", None)
+        if shown is None:
+            return original(build_directory, verbose, error_prefix)
+        command = ninja_command(ensure_ninja_on_path())
+        echo = _echo(shown, _relayed.verbose)
+        status, output = run_ninja(command, build_directory, shown.status, echo)
+        if status != 0:  # as torch's runner says it: the prefix, then ninja's whole output
+            raise RuntimeError(f"{error_prefix}: {output}")
+
+    return _run_ninja_build
+
+
+@contextlib.contextmanager
+def _ninja_through(shown: Progress, verbose: bool, *modules: Any) -> Iterator[bool]:
+    """Route torch's ninja runs in this thread through :func:`run_ninja`, so that ninja's
+    ``[n/m]`` reaches ``shown`` (torch's own runner keeps ninja's output until the end).
+
+    torch's loaders run ninja through a module-level ``_run_ninja_build(build_directory, verbose,
+    error_prefix)`` (torch_musa's imports torch's under the same name); where a module has none
+    (a torch that renamed it), its own runner is left in place and only the seconds are shown.
+    torch's runner is back in place once the last build using the route is done. Yields whether
+    any runner was routed.
+    """
+    used = []
+    with _routes_lock:
+        for module in {id(m): m for m in modules if isinstance(m, ModuleType)}.values():
+            entry = _routes.get(id(module))
+            if entry is None:
+                original = vars(module).get("_run_ninja_build")
+                if not callable(original):
+                    continue
+                module._run_ninja_build = _route(original)  # type: ignore[attr-defined]
+                entry = (module, original, 0)
+            _routes[id(module)] = (entry[0], entry[1], entry[2] + 1)
+            used.append(id(module))
+    _relayed.shown, _relayed.verbose = shown, verbose
+    try:
+        yield bool(used)
+    finally:
+        _relayed.shown = None
+        with _routes_lock:
+            for key in used:
+                module, original, users = _routes.pop(key)
+                if users > 1:
+                    _routes[key] = (module, original, users - 1)
+                else:
+                    module._run_ninja_build = original  # type: ignore[attr-defined]
 
 
 def _load_extension_file(name: str, path: Path) -> ModuleType:
@@ -324,14 +400,19 @@ def _load_extension_file(name: str, path: Path) -> ModuleType:
     return module
 
 
+def _cpp_extension_module() -> ModuleType:
+    # Apart from torch_cpp_extension, which callers may swap: ninja is routed in torch's own module.
+    module = importlib.import_module("torch.utils.cpp_extension")
+    return vars(module).get("__torchada_original__") or module
+
+
 def torch_cpp_extension() -> ModuleType:
     """torch's own ``torch.utils.cpp_extension``, also while torchada's proxy stands in for it.
 
     torchada's builds reference CUDA names on purpose; the proxy's porting front end must not
     rewrite them.
     """
-    module = importlib.import_module("torch.utils.cpp_extension")
-    return vars(module).get("__torchada_original__") or module
+    return _cpp_extension_module()
 
 
 def _is_musa_source(path: Path) -> bool:
@@ -409,16 +490,18 @@ def load_torch_extension(
         else:
             loader = torch_cpp_extension()
             musa_flags = {}
-        start = _announce(f"native library '{name}'")
+        verbose = verbose_builds() if verbose is None else verbose
+        shown = _showing(f"native library '{name}'")
         try:
-            with _musa_arch_list(musa_arch if with_musa else None):
+            relay = _ninja_through(shown, verbose, loader, _cpp_extension_module())
+            with shown, relay as relayed, _musa_arch_list(musa_arch if with_musa else None):
                 module = loader.load(
                     name=name,
                     sources=[str(s) for s in sources],
                     extra_cflags=["-O2", *extra_cflags],
                     extra_include_paths=include_paths or None,
                     build_directory=str(private),
-                    verbose=verbose_builds() if verbose is None else verbose,
+                    verbose=verbose and not relayed,  # else the relay shows the compiler lines
                     **musa_flags,
                 )
         except Exception as err:  # torch raises RuntimeError carrying the compiler output
@@ -429,7 +512,7 @@ def load_torch_extension(
         # torch's loader imports without registering; a cached load registers (so the process
         # that built it must too, or sys.modules lookups differ on first use only).
         sys.modules.setdefault(name, module)
-        seconds = time.perf_counter() - start
+        seconds = shown.seconds
         _records[name] = BuildRecord(name, artefact, True, seconds)
         logger.info("built %s in %.1f s at %s", name, seconds, build_dir)
         return module
@@ -479,16 +562,19 @@ def build_shared_libraries(
         ]
         lines += [f"build {outputs[s.stem].name}: cc_shared {s}" for s in sources]
         (private / "build.ninja").write_text("\n".join(lines) + "\n")
-        start = _announce(f"'{name}'") if len(sources) > 4 else time.perf_counter()
-        proc = subprocess.run(
-            [ninja, "-C", str(private)], capture_output=True, text=True, check=False
-        )
-        if proc.returncode != 0:
+        verbose = verbose_builds()
+        shown = _showing(f"'{name}'")
+        try:
+            with shown:
+                status, output = run_ninja(
+                    ninja_command(ninja, verbose), str(private), shown.status, _echo(shown, verbose)
+                )
+                if status != 0:
+                    raise NativeBuildError(f"building {name} failed:\n{output}")
+        except BaseException:
             shutil.rmtree(private, ignore_errors=True)
-            raise NativeBuildError(f"building {name} failed:\n{proc.stdout}\n{proc.stderr}")
-        if verbose_builds():
-            print(proc.stdout, file=sys.stderr)
+            raise
         _seal(private / done.name, [private / o.name for o in outputs.values()])
         _move_into_place(private, build_dir)
-        logger.info("built %s in %.2f s at %s", name, time.perf_counter() - start, build_dir)
+        logger.info("built %s in %.2f s at %s", name, shown.seconds, build_dir)
     return outputs
