@@ -19,6 +19,11 @@ Builds the library with torch_musa loaded, as later runs load it (its cache key 
 torch_musa's version), or with the CPU simulator of torch_musa. Exits with 1 when the library
 could not be built or loaded (the reason is printed).
 
+Run it once after installing torchada (and after upgrading torch or torch_musa): the build takes
+a minute or more on a slow machine, and the first program that uses torchada is then spared that
+wait. While it builds, a terminal shows ninja's [n/m] count and the seconds so far; a log (or
+TORCHADA_QUIET=1) gets one line when a build starts and one with its time when it is done.
+
 options:
   -h, --help  show this help message and exit
   --simulate  build with the simulator (as TORCHADA_SIMULATE=1 does)
@@ -73,7 +78,9 @@ def collect(simulate: bool = False) -> Dict[str, Any]:
     if module is None:
         info["reason"] = state.get("reason")
         return info
-    info["path"] = str(getattr(module, "__file__", ""))
+    # The build's final place: a library just built was imported from the directory it was built
+    # in, before that directory was renamed into place.
+    info["path"] = str(record.path if record is not None else getattr(module, "__file__", ""))
     if record is not None:
         info["built"] = record.built
         info["seconds"] = round(record.seconds, 3)
