@@ -5,9 +5,12 @@
 # pyproject.toml: pip would build it in an isolated environment and fetch the newest torch there.
 # Built here without isolation, against the torch already installed (pinned again, so nothing
 # moves it); DS_BUILD_OPS=0 compiles none of its CUDA ops. Megatron-core 0.16.1 is the last
-# release for Python 3.11. Used by tools/bootstrap.sh and tools/compat.sh.
+# release for Python 3.11. Used by tools/bootstrap.sh and tools/compat.sh, as one of their steps:
+# one line says what it installs; pip shows its progress on a terminal only.
 set -euo pipefail
 py="$1"
 torch_version="$2"
-DS_BUILD_OPS=0 "$py" -m pip install -q --disable-pip-version-check --no-build-isolation \
+if [ -t 1 ]; then pip_output=--progress-bar=on; else pip_output=-q; fi
+echo "torchada setup (once): installing DeepSpeed and Megatron-core for the tests (a source build)..." >&2
+DS_BUILD_OPS=0 "$py" -m pip install "$pip_output" --disable-pip-version-check --no-build-isolation \
   "setuptools==84.2.1" "deepspeed==0.19.8" "megatron-core==0.16.1" "torch==$torch_version"
