@@ -22,32 +22,13 @@ shift
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="${TORCHADA_COMPAT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/torchada/compat}"
 venv="$cache/torch-$version"
-py="${PYTHON:-python3}"
 stamp="$venv/.torchada-compat"
 # The editable install points at this checkout, so the stamp names it as well as the extras.
-want="torch==$version $repo $(sha256sum "$repo/pyproject.toml" "$repo/tools/heavy_test_libraries.sh" | cut -c1-16 | tr -d '\n')"
+want="torch==$version $repo $(sha256sum "$repo/pyproject.toml" "$repo/tools/install_venv.sh" "$repo/tools/heavy_test_libraries.sh" | cut -c1-16 | tr -d '\n')"
 mkdir -p "$cache"
-# Each set-up step says first what it installs (on stderr); pip shows its own progress on a
-# terminal, a log gets the one line per step. Nothing is printed once the venv is up to date.
 if [ ! -x "$venv/bin/python" ] || [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  setup_start=$SECONDS
-  note="torchada setup (once per torch version):"
-  if [ -t 1 ]; then pip_output=--progress-bar=on; else pip_output=-q; fi
-  if [ ! -x "$venv/bin/python" ]; then
-    echo "$note creating the virtual environment $venv..." >&2
-    "$py" -m venv "$venv"
-  fi
-  pip=("$venv/bin/python" -m pip install "$pip_output" --disable-pip-version-check)
-  size="a CUDA build: about 3 GB with its nvidia libraries"
-  [ "$version" != "2.13.0" ] || size="about 200 MB for the CPU build"
-  echo "$note installing torch $version ($size)..." >&2
-  "${pip[@]}" "torch==$version"
-  # torch pinned again, so no test dependency can move it.
-  echo "$note installing torchada (editable) and the test suite's libraries..." >&2
-  "${pip[@]}" -e "$repo[test]" "torch==$version"
-  bash "$repo/tools/heavy_test_libraries.sh" "$venv/bin/python" "$version"
+  bash "$repo/tools/install_venv.sh" "$venv" "$version" "torchada setup (once per torch version):"
   echo "$want" > "$stamp"
-  echo "$note done in $((SECONDS - setup_start)) s" >&2
 fi
 if [ "${1:-}" = "--setup-only" ]; then
   echo "$venv"

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Installs the test suite's heavy training libraries beside a pinned torch:
-#   tools/heavy_test_libraries.sh PYTHON TORCH_VERSION
+#   tools/heavy_test_libraries.sh PYTHON TORCH_VERSION [NOTE]
 # DeepSpeed ships only a source archive whose build imports torch, so it cannot be an extra of
 # pyproject.toml: pip would build it in an isolated environment and fetch the newest torch there.
 # Built here without isolation, against the torch already installed (pinned again, so nothing
 # moves it); DS_BUILD_OPS=0 compiles none of its CUDA ops. Megatron-core 0.16.1 is the last
-# release for Python 3.11. Used by tools/bootstrap.sh and tools/compat.sh, as one of their steps:
-# one line says what it installs; pip shows its progress on a terminal only.
+# release for Python 3.11. One of tools/install_venv.sh's steps: one line (beginning with NOTE)
+# says what it installs; pip shows its progress on a terminal only.
 set -euo pipefail
 py="$1"
 torch_version="$2"
+note="${3:-torchada setup (once):}"
 if [ -t 1 ]; then pip_output=--progress-bar=on; else pip_output=-q; fi
-echo "torchada setup (once): installing DeepSpeed and Megatron-core for the tests (a source build)..." >&2
+echo "$note installing DeepSpeed and Megatron-core for the tests (a source build)..." >&2
 DS_BUILD_OPS=0 "$py" -m pip install "$pip_output" --disable-pip-version-check --no-build-isolation \
   "setuptools==84.2.1" "deepspeed==0.19.8" "megatron-core==0.16.1" "torch==$torch_version"

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs into a venv (made first if missing) a pinned torch, torchada editable with its test
+# extras, and the heavy test libraries; each step first says what it installs, on stderr:
+#   tools/install_venv.sh VENV TORCH_VERSION NOTE
+# NOTE begins each line ("torchada setup (once):"). On a terminal pip shows its own progress; in a
+# log (no terminal) each step is its one line. Used by tools/bootstrap.sh and tools/compat.sh,
+# which decide (by their stamps) whether it is needed.
+set -euo pipefail
+venv="$1"
+version="$2"
+note="$3"
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+py="${PYTHON:-python3}"
+start=$SECONDS
+if [ -t 1 ]; then pip_output=--progress-bar=on; else pip_output=-q; fi
+if [ ! -x "$venv/bin/python" ]; then
+  echo "$note creating the virtual environment $venv with $py..." >&2
+  "$py" -m venv "$venv"
+fi
+pip=("$venv/bin/python" -m pip install "$pip_output" --disable-pip-version-check)
+size="a CUDA build: about 3 GB with its nvidia libraries"
+[ "$version" != "2.13.0" ] || size="about 200 MB for the CPU build"
+# torch is pinned first: an unpinned torch would pull the newest (a multi-GB CUDA build).
+echo "$note installing torch $version ($size)..." >&2
+"${pip[@]}" "torch==$version"
+# torch pinned again, so no test dependency can move it.
+echo "$note installing torchada (editable) and the test suite's libraries..." >&2
+"${pip[@]}" -e "$repo[test]" "torch==$version"
+bash "$repo/tools/heavy_test_libraries.sh" "$venv/bin/python" "$version" "$note"
+echo "$note done in $((SECONDS - start)) s; later runs skip it" >&2
