@@ -526,3 +526,48 @@ def test_torch_modules_that_import_cuda_symbols_still_import(py):
     assert module == (
         "torchada._cuda.redirect" if cuda_build else "torch._inductor.cudagraph_trees"
     )
+
+
+HARNESS_PROGRAM = r"""
+import torchada
+import torch
+from torch.testing._internal import common_utils  # calls disable_global_flags() at import
+
+B = torch.backends
+assert B.flags_frozen() and torch.cuda.is_available()
+seen = []
+for on in (True, False):
+    B.cuda.matmul.allow_tf32 = on
+    seen.append(("matmul", torch._C._get_cublas_allow_tf32(), B.mudnn.allow_tf32))
+for precision in ("high", "highest"):
+    torch.set_float32_matmul_precision(precision)
+    seen.append((precision, B.cuda.matmul.allow_tf32, B.mudnn.allow_tf32))
+with B.cudnn.flags(enabled=None, benchmark=None, deterministic=None, allow_tf32=True):
+    seen.append(("flags", B.cudnn.allow_tf32, B.mudnn.allow_tf32))
+try:
+    B.cudnn.allow_tf32 = False
+except RuntimeError as err:
+    seen.append(("refused", str(err)))
+print(seen)
+"""
+
+
+def test_tf32_under_pytorchs_test_harness(py):
+    # PyTorch's test harness (and programs that pin cuDNN settings) freeze the global flags; the
+    # TF32 API that CUDA still allows then must work through torchada as it does on CUDA.
+    r = py(HARNESS_PROGRAM, env={"TORCHADA_SIMULATE": "1"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip().splitlines()[-1] == str(
+        [
+            ("matmul", True, True),
+            ("matmul", False, False),
+            ("high", True, True),
+            ("highest", False, False),
+            ("flags", True, True),
+            (
+                "refused",
+                "not allowed to set torch.backends.cudnn flags after disable_global_flags; "
+                "please use flags() context manager instead",
+            ),
+        ]
+    )
