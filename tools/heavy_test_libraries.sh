@@ -4,9 +4,10 @@
 # DeepSpeed ships only a source archive whose build imports torch, so it cannot be an extra of
 # pyproject.toml: pip would build it in an isolated environment and fetch the newest torch there.
 # Built here without isolation, against the torch already installed (pinned again, so nothing
-# moves it); DS_BUILD_OPS=0 compiles none of its CUDA ops. Megatron-core 0.16.1 is the last
-# release for Python 3.11. One of tools/install_venv.sh's steps: one line (beginning with NOTE)
-# says what it installs; pip shows its progress on a terminal only.
+# moves it); DS_BUILD_OPS=0 compiles none of its CUDA ops. setuptools 80.9.0 builds both and fits
+# every torch tested (torch 2.11/2.12 require setuptools<82, torch 2.13 >=77.0.3). Megatron-core
+# 0.16.1 is the last release for Python 3.11. One of tools/install_venv.sh's steps: one line
+# (beginning with NOTE) says what it installs; pip shows its progress on a terminal only.
 set -euo pipefail
 py="$1"
 torch_version="$2"
@@ -14,4 +15,4 @@ note="${3:-torchada setup (once):}"
 if [ -t 1 ]; then pip_output=--progress-bar=on; else pip_output=-q; fi
 echo "$note installing DeepSpeed and Megatron-core for the tests (a source build)..." >&2
 DS_BUILD_OPS=0 "$py" -m pip install "$pip_output" --disable-pip-version-check --no-build-isolation \
-  "setuptools==84.2.1" "deepspeed==0.19.8" "megatron-core==0.16.1" "torch==$torch_version"
+  "setuptools==80.9.0" "deepspeed==0.19.8" "megatron-core==0.16.1" "torch==$torch_version"
