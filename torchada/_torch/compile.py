@@ -123,16 +123,19 @@ _FOLDED = {
 _FOLDED_C = ("is_autocast_enabled", "get_autocast_dtype", "get_autocast_gpu_dtype")
 
 
-def _served_folded() -> list[Any]:
-    # torchada's own torch.cuda.is_available (torchada._cuda.available): it looks at its caller's
-    # frame, which Dynamo cannot trace, so Dynamo evaluates it at trace time as it does CUDA's.
+def _folded_entries() -> list[tuple[Any, bool]]:
+    """(function, guarded) for each function Dynamo is to evaluate at trace time: torch_musa's
+    counterparts of _FOLDED, and torchada's own torch.cuda.is_available
+    (torchada._cuda.available), which looks at its caller's frame, which Dynamo cannot trace."""
+    entries = [(getattr(torch.musa, name, None), guarded) for name, guarded in _FOLDED.items()]
     served = getattr(torch.cuda, "is_available", None)
-    return [served] if hasattr(served, "__torchada_musa__") else []
+    if hasattr(served, "__torchada_musa__"):
+        entries.append((served, False))
+    return [(fn, guarded) for fn, guarded in entries if fn is not None]
 
 
 def _musa_folded() -> list[Any]:
-    folded = [f for f in (getattr(torch.musa, n, None) for n in _FOLDED) if f is not None]
-    return folded + _served_folded()
+    return [fn for fn, _ in _folded_entries()]
 
 
 def _register_constant_folds(torch_variables: Any) -> None:
@@ -141,9 +144,8 @@ def _register_constant_folds(torch_variables: Any) -> None:
     # which torch.cuda's names are, join them (they are there already if Dynamo came after
     # torchada). Without this, Dynamo would trace into torch_musa's C functions and fail.
     added = []
-    entries = [(getattr(torch.musa, name, None), guarded) for name, guarded in _FOLDED.items()]
+    entries = _folded_entries()
     entries += [(getattr(torch._C, name, None), False) for name in _FOLDED_C]
-    entries += [(fn, False) for fn in _served_folded()]
     for fn, guarded in entries:
         tables = [torch_variables.constant_fold_functions]
         if guarded:
