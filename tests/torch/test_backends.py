@@ -10,6 +10,7 @@ import warnings
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import E2E_MODES
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import torchada
@@ -529,7 +530,6 @@ def test_torch_modules_that_import_cuda_symbols_still_import(py):
 
 
 HARNESS_PROGRAM = r"""
-import torchada
 import torch
 from torch.testing._internal import common_utils  # calls disable_global_flags() at import
 
@@ -552,10 +552,14 @@ print(seen)
 """
 
 
-def test_tf32_under_pytorchs_test_harness(py):
+@pytest.mark.parametrize("mode", E2E_MODES)
+def test_tf32_under_pytorchs_test_harness(mode, cuda_program, tmp_path):
     # PyTorch's test harness (and programs that pin cuDNN settings) freeze the global flags; the
-    # TF32 API that CUDA still allows then must work through torchada as it does on CUDA.
-    r = py(HARNESS_PROGRAM, env={"TORCHADA_SIMULATE": "1"})
+    # TF32 API that CUDA still allows then must work through torchada as it does on CUDA, by
+    # every way in (the runner, `import torchada` first, a child with torch_musa's entry point).
+    program = tmp_path / "tf32_harness_cuda.py"
+    program.write_text(HARNESS_PROGRAM)
+    r = cuda_program(mode, str(program), workdir=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.strip().splitlines()[-1] == str(
         [
