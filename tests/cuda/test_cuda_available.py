@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import sys
 import threading
 
 import pytest
@@ -130,6 +131,32 @@ def test_a_bad_row_is_refused_when_the_table_loads(tmp_path):
     path.write_text(json.dumps(table))
     with pytest.raises(_tables.TableError, match=r"lib:f.*'depth'.*9 is outside 1..4"):
         _tables.load_file(path, "nvidia_callers")
+
+
+@pytest.mark.parametrize(
+    "questions, error",
+    [
+        (["is_avail"], r"lib:f.*'questions\[0\]'.*\"is_avail\" is not one of"),
+        ([], r"'questions'.*empty"),
+    ],
+)
+def test_a_row_names_known_questions(tmp_path, questions, error):
+    table = json.loads((_tables.TABLES_DIR / "nvidia_callers.json").read_text())
+    table["callers"] = [{"module": "lib", "function": "f", "why": "w", "questions": questions}]
+    path = tmp_path / "nvidia_callers.json"
+    path.write_text(json.dumps(table))
+    with pytest.raises(_tables.TableError, match=error):
+        _tables.load_file(path, "nvidia_callers")
+
+
+def test_rows_answer_only_their_questions():
+    # Every row of today's table is an is_available row unless it names others.
+    for row in ROWS:
+        assert row.questions, row
+        assert set(row.questions) <= set(_tables.CALLER_QUESTIONS)
+    assert _available.nvidia_caller(sys._getframe(), "capability") is None
+    with pytest.raises(ValueError, match="'cap' is not one of"):
+        _available.nvidia_caller(sys._getframe(), "cap")
 
 
 def _imported_program(tmp_path, source: str):

@@ -547,10 +547,17 @@ class LibraryTable(Row):
 
 
 # ------------------------------------------------------------------ NVIDIA-only callers
+#: The questions a CUDA program asks whose answer torchada gives for the MUSA device, and which
+#: an NVIDIA-only caller gets the truth to instead: is CUDA there (torch's own answer), the
+#: compute capability (MUSA's own), the process group's backend name (the one that runs).
+CALLER_QUESTIONS = ("is_available", "capability", "backend_name")
+
+
 @record
 class NvidiaCaller(Row):
-    """A function in which "CUDA available" means NVIDIA's own stack (nvidia_callers.json):
-    ``torch.cuda.is_available()`` gives torch's own answer there (False on MUSA)."""
+    """A function in which a CUDA question means NVIDIA's own stack (nvidia_callers.json): for
+    the questions it names (default ``is_available``), it gets the truth about the device
+    (``torch.cuda.is_available()`` is torch's own answer there, False on MUSA)."""
 
     module: str = column(_name)
     function: str = column(_name)  # its qualified name in ``module`` (``Class.method``)
@@ -559,6 +566,8 @@ class NvidiaCaller(Row):
     # one helper of its library, and so on (torchada._cuda.available looks 4 frames up).
     depth: int = column(_INT, 1)
     since: str = column(_STR, "")  # the library release the row was read from
+    # Which questions (CALLER_QUESTIONS) the function gets the truth to.
+    questions: Tuple[str, ...] = column(_list_of(_choice(*CALLER_QUESTIONS)), ("is_available",))
 
     @classmethod
     def _label(cls, raw: Mapping[str, Any]) -> str:
@@ -567,6 +576,8 @@ class NvidiaCaller(Row):
     def _check(self, at: _At) -> "NvidiaCaller":
         if not 1 <= self.depth <= 4:
             raise at.child("depth").error(f"{self.depth} is outside 1..4")
+        if not self.questions:
+            raise at.child("questions").error("is empty: name at least one question")
         return self
 
 

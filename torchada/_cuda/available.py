@@ -28,10 +28,13 @@ def _row_name(function: str) -> str:
     return function if _HAS_QUALNAME else function.rsplit(".", 1)[-1]
 
 
-@functools.lru_cache(maxsize=1)
-def _callers() -> Tuple[FrozenSet[str], Dict[Tuple[str, str], int], int]:
-    """(modules named in the table, {(module, function): frames up it may sit}, the deepest)."""
-    rows = _tables.load("nvidia_callers").callers
+@functools.lru_cache(maxsize=None)
+def _callers(question: str) -> Tuple[FrozenSet[str], Dict[Tuple[str, str], int], int]:
+    """For one question: (modules named in its rows, {(module, function): frames up it may
+    sit}, the deepest)."""
+    if question not in _tables.CALLER_QUESTIONS:
+        raise ValueError(f"{question!r} is not one of {_tables.CALLER_QUESTIONS}")
+    rows = [r for r in _tables.load("nvidia_callers").callers if question in r.questions]
     table = {(r.module, _row_name(r.function)): r.depth for r in rows}
     return frozenset(r.module for r in rows), table, max(table.values(), default=0)
 
@@ -41,18 +44,23 @@ def _qualname(frame: FrameType) -> str:
     return code.co_qualname if _HAS_QUALNAME else code.co_name  # type: ignore[attr-defined]
 
 
-def nvidia_caller(frame: Optional[FrameType]) -> Optional[Tuple[str, str]]:
-    """The table's ``(module, function)`` that ``frame`` (the caller of ``is_available``) or one
-    of the frames above it belongs to, if any. Looks only as far up as the deepest row allows,
-    and at a frame's function only when its module is in the table: a few dictionary lookups.
+def nvidia_caller(
+    frame: Optional[FrameType], question: str = "is_available"
+) -> Optional[Tuple[str, str]]:
+    """The table's ``(module, function)`` for ``question`` that ``frame`` (the caller of the
+    function that answers it) or one of the frames above it belongs to, if any. Looks only as
+    far up as the deepest row allows, and at a frame's function only when its module is in the
+    table: a few dictionary lookups.
 
     Example::
 
         >>> import sys
         >>> nvidia_caller(sys._getframe()) is None
         True
+        >>> nvidia_caller(sys._getframe(), "capability") is None
+        True
     """
-    modules, rows, deepest = _callers()
+    modules, rows, deepest = _callers(question)
     depth = 1
     while frame is not None and depth <= deepest:
         module = frame.f_globals.get("__name__")
