@@ -1,7 +1,6 @@
 """torch.distributed on MUSA: backend "nccl" in every spelling means MCCL.
 
-``dist.get_backend()`` reports the truth ("mccl"), as ``device.type`` reports "musa": code that
-compares it with "nccl" should accept "mccl" too.
+What ``dist.get_backend()`` then answers is :mod:`.backend_name`'s: CUDA's name ("nccl").
 
 A group of a backend that has nothing for the MUSA device (``new_group(backend="gloo")``, a CPU
 group) is created while the default group is bound to a device
@@ -26,6 +25,7 @@ from .._core.arguments import rewriting
 from .._core.torch_features import left_out
 from .._devices import rule
 from .._devices.rule import musa_device_type
+from .backend_name import made_as
 
 if TYPE_CHECKING:
     from .._core.patcher import Patcher
@@ -64,7 +64,8 @@ def translate_device(device: Any) -> Any:
 def init_process_group(backend: Any = None, *args: Any, **kwargs: Any) -> Any:
     if "device_id" in kwargs and kwargs["device_id"] is not None:
         kwargs["device_id"] = translate_device(kwargs["device_id"])
-    return _init_process_group(translate_backend(backend), *args, **kwargs)
+    with made_as(backend):
+        return _init_process_group(translate_backend(backend), *args, **kwargs)
 
 
 def _serves(backend: Any, device_type: str) -> bool:
@@ -96,14 +97,20 @@ def _group_factory(original: Any) -> Any:
     docstring applied."""
 
     def translate(arguments: Dict[str, Any]) -> Any:
-        backend = arguments.get("backend")
+        named = backend = arguments.get("backend")
         if "backend" in arguments:
             arguments["backend"] = backend = translate_backend(backend)
         if arguments.get("device_id") is not None:
             arguments["device_id"] = translate_device(arguments["device_id"])
-        return _unbound_unless_served(backend)
+        return _made(named, backend)
 
     return rewriting(original, translate)
+
+
+@contextlib.contextmanager
+def _made(named: Any, backend: Any) -> Iterator[None]:
+    with made_as(named), _unbound_unless_served(backend):
+        yield
 
 
 new_group = _group_factory(_c10d.new_group)
