@@ -71,9 +71,7 @@ def test_deepspeed_prebuilt_op_load_skips_the_cuda_version_check(cuda_program, t
     # parsed. A prebuilt op (faked here) is loaded past that check instead of failing with
     # AttributeError on torch.version.cuda (None); the op module itself is absent in this install.
     prog = tmp_path / "prebuilt_op_cuda.py"
-    prog.write_text(
-        textwrap.dedent(
-            """
+    prog.write_text(textwrap.dedent("""
             import json
             import torch
             import deepspeed.git_version_info as info
@@ -95,9 +93,7 @@ def test_deepspeed_prebuilt_op_load_skips_the_cuda_version_check(cuda_program, t
                 "version_cuda": torch.version.cuda,
                 "error": error,
             }))
-            """
-        )
-    )
+            """))
     out = program_result(cuda_program("import", str(prog), workdir=tmp_path))
     assert out["is_available"] is True and out["accelerator"] == "cuda"
     assert out["version_cuda"] is None
@@ -109,6 +105,8 @@ def test_megatron_tensor_parallel_2_trains_like_the_full_mlp_on_the_cpu(cuda_pro
     prog = os.path.join(PROGRAMS, "megatron_tp_cuda.py")
     out = program_result(cuda_program("import", prog, workdir=tmp_path, torchrun=True))
     assert out["is_available"] is True and out["tp"] == 2
+    # StragglerDetector put its tensors on the device because the backend is named "nccl".
+    assert out["backend"] == "nccl" and out["straggler"] == [True, "0"]
     assert out["weight_device"] == out["output_device"] == "musa:0"
     assert out["max_weight_diff_vs_cpu"] <= 1e-6
     assert max(abs(a - b) for a, b in zip(out["losses"], out["cpu_losses"])) <= 1e-6
