@@ -184,3 +184,23 @@ def test_the_issues_program_branches_to_the_device(py, tmp_path):
         runs[name] = json.loads(r.stdout.strip().splitlines()[-1])
     assert runs["nccl"] == "musa:0"
     assert "No backend type associated with device type cpu" in runs["mccl"]
+
+
+def test_doctor_shows_the_answer_in_force(py):
+    lines = {}
+    for name in ("", "mccl"):
+        env = {"TORCHADA_SIMULATE": "1", **({"TORCHADA_BACKEND_NAME": name} if name else {})}
+        r = py(
+            "import runpy, sys; sys.argv = ['torchada', 'doctor']; "
+            "runpy.run_module('torchada', run_name='__main__')",
+            env=env,
+        )
+        lines[name] = [x for x in r.stdout.splitlines() if x.startswith("nccl group")]
+    assert lines[""] == [
+        "nccl group    get_backend() is 'nccl'  (CUDA's name for MCCL: the default; torch's own "
+        "inside the NVIDIA-only callers (tables/nvidia_callers.json))"
+    ]
+    assert lines["mccl"] == [
+        "nccl group    get_backend() is 'mccl'  (torch's own answer, as the published torchada: "
+        "TORCHADA_BACKEND_NAME=mccl)"
+    ]
