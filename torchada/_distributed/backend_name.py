@@ -8,12 +8,12 @@ itself), ``get_backend_config()`` ``"cuda:nccl"``, a ``"cuda:nccl,cpu:gloo"`` gr
 and ``ProcessGroup.name()`` / ``_get_backend_name()`` are ``"nccl"`` for a group MCCL serves
 (docs/distributed.md has the table, measured on CUDA).
 
-Some callers would take an NVIDIA-only path on "nccl" (a group made with the default group's
-name, NCCL's debug hashing): ``tables/nvidia_callers.json`` lists them under the question
-``backend_name``, and inside them the answer is torch's own, read from the calling frames as for
-``torch.cuda.is_available()``. A group the program made naming MCCL itself (``"mccl"``,
-``"musa:mccl,cpu:gloo"``) keeps that name. ``TORCHADA_BACKEND_NAME=mccl`` keeps torch's own
-answer everywhere, as the published torchada gives.
+Some callers would take an NVIDIA-only path on "nccl" (torch's debug hashing of object
+collectives, on a torch with NCCL built in): ``tables/nvidia_callers.json`` lists them under the
+question ``backend_name``, and inside them the answer is torch's own, read from the calling
+frames as for ``torch.cuda.is_available()``. A group the program made naming MCCL itself
+(``"mccl"``, ``"musa:mccl,cpu:gloo"``) keeps that name. ``TORCHADA_BACKEND_NAME=mccl`` keeps
+torch's own answer everywhere, as the published torchada gives.
 """
 
 from __future__ import annotations
@@ -108,6 +108,12 @@ def made_as(backend: Any) -> Iterator[None]:
     _named_mccl.update(pg for pg in _c10d._world.pg_map if pg not in before)
 
 
+@functools.lru_cache(maxsize=64)
+def _as_backend(name: str) -> str:
+    # Backend("nccl") is Backend.NCCL itself, so that ``is`` comparisons hold.
+    return _dist.Backend(cuda_spelling(name))
+
+
 def _for_program(truth: str, group: Any, frame: Any) -> str:
     """The name the caller at ``frame`` gets for ``group``, whose name torch says is ``truth``."""
     if "mccl" not in truth:
@@ -116,7 +122,7 @@ def _for_program(truth: str, group: Any, frame: Any) -> str:
         return truth
     if nvidia_caller(frame, _QUESTION) is not None:
         return truth
-    return cuda_spelling(truth)
+    return _as_backend(truth)
 
 
 @functools.wraps(_torch_get_backend)
@@ -124,7 +130,7 @@ def get_backend(group: Any = None) -> str:
     truth = _torch_get_backend(group)
     if "mccl" not in truth:  # the common answers cost one substring test
         return truth
-    return _dist.Backend(_for_program(truth, group, sys._getframe(1)))
+    return _for_program(truth, group, sys._getframe(1))
 
 
 @functools.wraps(_torch_get_backend_config)
