@@ -121,11 +121,12 @@ def test_groups_answer_what_cuda_answers(py):
             "cpu:gloo,cuda:nccl": ["cpu:gloo,cuda:nccl"] * 2
             + ["nccl"] * 2
             + ["cpu:gloo,cuda:nccl", False],
-            # The program named MCCL itself: it keeps its own name, and so do its subgroups.
-            "mccl": ["mccl", "musa:mccl", "custom", "custom", "mccl", False],
-            "musa:mccl,cpu:gloo": ["musa:mccl,cpu:gloo"] * 2
-            + ["undefined"] * 2
-            + ["musa:mccl,cpu:gloo", False],
+            # Made as "mccl" (Lightning passes default_device_backend_map["cuda"], which is
+            # "mccl" while torchada is on): what the same call gives on CUDA.
+            "mccl": NCCL,
+            "musa:mccl,cpu:gloo": ["cuda:nccl,cpu:gloo"] * 2
+            + ["nccl"] * 2
+            + ["cuda:nccl,cpu:gloo", False],
         }[kind]
         assert seen["world"] == expected, (form, seen)
         assert seen["sub"] == expected, (form, seen)

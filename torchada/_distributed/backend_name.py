@@ -11,18 +11,18 @@ and ``ProcessGroup.name()`` / ``_get_backend_name()`` are ``"nccl"`` for a group
 Some callers would take an NVIDIA-only path on "nccl" (torch's debug hashing of object
 collectives, on a torch with NCCL built in): ``tables/nvidia_callers.json`` lists them under the
 question ``backend_name``, and inside them the answer is torch's own, read from the calling
-frames as for ``torch.cuda.is_available()``. A group the program made naming MCCL itself
-(``"mccl"``, ``"musa:mccl,cpu:gloo"``) keeps that name. ``TORCHADA_BACKEND_NAME=mccl`` keeps
-torch's own answer everywhere, as the published torchada gives.
+frames as for ``torch.cuda.is_available()``. A group made as "mccl" answers "nccl" too: CUDA
+code makes one from ``Backend.default_device_backend_map["cuda"]`` (Lightning's DDP does), which
+says "mccl" while torchada is on (:mod:`.backend_map`), and gets "nccl" from the same call on
+CUDA. ``TORCHADA_BACKEND_NAME=mccl`` keeps torch's own answer everywhere, as the published
+torchada gives (for code written for torch_musa that compares the name with "mccl").
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import sys
-import weakref
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 import torch.distributed as _dist
 from torch.distributed import distributed_c10d as _c10d
@@ -41,8 +41,6 @@ _QUESTION = "backend_name"
 # torch's own functions, before install() replaces them in their modules.
 _torch_get_backend = _c10d.get_backend
 _torch_get_backend_config = _c10d.get_backend_config
-#: Groups the program made naming MCCL itself: they answer as made.
-_named_mccl: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
 
 def published(environ: Optional[Mapping[str, str]] = None) -> bool:
@@ -83,31 +81,6 @@ def cuda_spelling(name: str) -> str:
     return ",".join(f"{CUDA_SPELLING.get(d, d)}:{CUDA_SPELLING.get(b, b)}" for d, _, b in pairs)
 
 
-def _names_mccl(backend: Any) -> bool:
-    return isinstance(backend, str) and ("mccl" in backend.lower() or "musa" in backend.lower())
-
-
-@contextlib.contextmanager
-def made_as(backend: Any) -> Iterator[None]:
-    """Remember the groups made inside as named by the program when ``backend`` (its spelling,
-    before translation) names MCCL itself, or is None under a default group that did, so that
-    they keep that name.
-
-    Example::
-
-        >>> with made_as("nccl"):  # doctest: +SKIP
-        ...     group = dist.new_group(backend="mccl")
-    """
-    # A group made with no backend takes the default group's.
-    default = _c10d._world.default_pg if backend is None and _named_mccl else None
-    if not _names_mccl(backend) and default not in _named_mccl:
-        yield
-        return
-    before = set(_c10d._world.pg_map)
-    yield
-    _named_mccl.update(pg for pg in _c10d._world.pg_map if pg not in before)
-
-
 @functools.lru_cache(maxsize=64)
 def _as_backend(name: str) -> str:
     # Backend("nccl") is Backend.NCCL itself, so that ``is`` comparisons hold.
@@ -117,8 +90,6 @@ def _as_backend(name: str) -> str:
 def _for_program(truth: str, group: Any, frame: Any) -> str:
     """The name the caller at ``frame`` gets for ``group``, whose name torch says is ``truth``."""
     if "mccl" not in truth:
-        return truth
-    if _named_mccl and (group or _c10d._get_default_group()) in _named_mccl:
         return truth
     if nvidia_caller(frame, _QUESTION) is not None:
         return truth
@@ -147,7 +118,7 @@ def _group_name(method: Callable[[Any], str]) -> Callable[[Any], str]:
     def name(self: Any) -> str:
         truth = method(self)
         config = _c10d._world.pg_backend_config.get(self)
-        if config is None or "mccl" not in config or self in _named_mccl:
+        if config is None or "mccl" not in config:
             return truth
         if nvidia_caller(sys._getframe(1), _QUESTION) is not None:
             return truth

@@ -25,7 +25,6 @@ from .._core.arguments import rewriting
 from .._core.torch_features import left_out
 from .._devices import rule
 from .._devices.rule import musa_device_type
-from .backend_name import made_as
 
 if TYPE_CHECKING:
     from .._core.patcher import Patcher
@@ -64,8 +63,7 @@ def translate_device(device: Any) -> Any:
 def init_process_group(backend: Any = None, *args: Any, **kwargs: Any) -> Any:
     if "device_id" in kwargs and kwargs["device_id"] is not None:
         kwargs["device_id"] = translate_device(kwargs["device_id"])
-    with made_as(backend):
-        return _init_process_group(translate_backend(backend), *args, **kwargs)
+    return _init_process_group(translate_backend(backend), *args, **kwargs)
 
 
 def _serves(backend: Any, device_type: str) -> bool:
@@ -97,20 +95,14 @@ def _group_factory(original: Any) -> Any:
     docstring applied."""
 
     def translate(arguments: Dict[str, Any]) -> Any:
-        named = backend = arguments.get("backend")
+        backend = arguments.get("backend")
         if "backend" in arguments:
             arguments["backend"] = backend = translate_backend(backend)
         if arguments.get("device_id") is not None:
             arguments["device_id"] = translate_device(arguments["device_id"])
-        return _made(named, backend)
+        return _unbound_unless_served(backend)
 
     return rewriting(original, translate)
-
-
-@contextlib.contextmanager
-def _made(named: Any, backend: Any) -> Iterator[None]:
-    with made_as(named), _unbound_unless_served(backend):
-        yield
 
 
 new_group = _group_factory(_c10d.new_group)
