@@ -73,6 +73,12 @@ for form in json.loads(sys.argv[1]):
         tensor, size = c10d._object_to_tensor({"x": 1}, torch.device("cuda"), None)
         out["object"] = c10d._tensor_to_object(tensor, size, None)
         dist.set_debug_level(dist.DebugLevel.OFF)
+        # torch's logs of a failing collective and the profiler's trace read the NCCL version
+        # for an NCCL group: torch.cuda.nccl is MCCL's.
+        from torch.distributed import c10d_logger
+        out["versions"] = [c10d_logger._get_msg_dict("all_reduce").get("nccl_version"),
+                           torch.profiler.profile()._get_distributed_info().get("nccl_version"),
+                           ".".join(map(str, torch.musa.mccl.version()))]
     dist.destroy_process_group()
 if "--disable" in sys.argv:
     torchada.disable()
@@ -132,6 +138,7 @@ def test_groups_answer_what_cuda_answers(py):
         assert seen["sub"] == expected, (form, seen)
         assert seen["mesh"] == expected, (form, seen)
     assert out["object"] == {"x": 1}
+    assert out["versions"][0] == out["versions"][1] == out["versions"][2]
     # disable() puts torch's own functions back where it replaced them.
     assert out["disabled"] == [True, "torch.distributed.distributed_c10d", False]
 
