@@ -86,7 +86,7 @@ def main():
     from megatron.core.utils import StragglerDetector
 
     stimer = StragglerDetector()
-    port = int(os.environ.get("STRAGGLER_PORT", 0)) or int(os.environ["MASTER_PORT"]) + 1
+    port = int(os.environ["MASTER_PORT"]) + 1  # its controller's (rank 0); taken: a warning
     stimer.configure(dist.get_world_size(), dist.get_rank(), port=port, enabled=True)
     losses = []
     for _ in range(STEPS):
