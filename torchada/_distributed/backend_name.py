@@ -87,8 +87,8 @@ def _as_backend(name: str) -> str:
     return _dist.Backend(cuda_spelling(name))
 
 
-def _for_program(truth: str, group: Any, frame: Any) -> str:
-    """The name the caller at ``frame`` gets for ``group``, whose name torch says is ``truth``."""
+def _for_program(truth: str, frame: Any) -> str:
+    """The name the caller at ``frame`` gets for a group whose name torch says is ``truth``."""
     if "mccl" not in truth:
         return truth
     if nvidia_caller(frame, _QUESTION) is not None:
@@ -101,13 +101,13 @@ def get_backend(group: Any = None) -> str:
     truth = _torch_get_backend(group)
     if "mccl" not in truth:  # the common answers cost one substring test
         return truth
-    return _for_program(truth, group, sys._getframe(1))
+    return _for_program(truth, sys._getframe(1))
 
 
 @functools.wraps(_torch_get_backend_config)
 def get_backend_config(group: Any = None) -> str:
     truth = _torch_get_backend_config(group)
-    return _for_program(truth, group, sys._getframe(1))
+    return _for_program(truth, sys._getframe(1))
 
 
 def _group_name(method: Callable[[Any], str]) -> Callable[[Any], str]:
