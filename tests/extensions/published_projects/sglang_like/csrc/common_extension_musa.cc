@@ -1,5 +1,6 @@
 // The op registrations, as sgl-kernel's common_extension writes them, and the Python module.
 #include <Python.h>
+#include <torch/all.h>
 #include <torch/library.h>
 
 #include <ATen/ATen.h>

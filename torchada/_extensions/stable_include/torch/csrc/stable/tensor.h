@@ -5,12 +5,14 @@
 #pragma once
 #if defined(__has_include_next)
 #if __has_include_next(<torch/csrc/stable/tensor.h>)
-#define TORCHADA_STABLE_TENSOR_FROM_TORCH 1
+#define TORCHADA_STABLE_TENSOR_FROM_TORCH
 #include_next <torch/csrc/stable/tensor.h>
 #endif
 #endif
 
 #ifndef TORCHADA_STABLE_TENSOR_FROM_TORCH
+// Marks the kit's own class (tests check which one a build got).
+#define TORCHADA_STABLE_TENSOR_BACKPORT
 #include <torch/csrc/inductor/aoti_torch/c/shim.h>
 
 #include <cstdint>
