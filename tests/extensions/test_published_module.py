@@ -170,7 +170,7 @@ def test_kit_headers_compile_and_never_hide_torchs(tmp_path):
     sdk.mkdir()
     (sdk / "musa_bf16.h").write_text("#pragma once\nstruct __mt_bfloat16 { unsigned short x; };\n")
     proc = _compile(
-        "#include <cuda_bf16.h>\nstatic_assert(sizeof(__nv_bfloat16) == 2, \"\");\n",
+        '#include <cuda_bf16.h>\nstatic_assert(sizeof(__nv_bfloat16) == 2, "");\n',
         tmp_path,
         KIT,
         sdk,

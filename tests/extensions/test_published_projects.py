@@ -15,7 +15,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import simulator_env
 
 REPO = Path(__file__).resolve().parents[2]
@@ -65,7 +64,9 @@ def cache() -> Path:
     inputs = sorted(p for p in PROJECTS.rglob("*") if p.is_file() and "__pycache__" not in str(p))
     inputs += sorted((REPO / "torchada" / "_extensions").rglob("*.[hp]*"))
     inputs += sorted((REPO / "csrc" / "simulator" / "include").rglob("*"))
-    inputs += [REPO / "torchada" / "tables" / name for name in ("cuda_build.json", "libraries.json")]
+    inputs += [
+        REPO / "torchada" / "tables" / name for name in ("cuda_build.json", "libraries.json")
+    ]
     inputs = [p for p in inputs if p.is_file() and p.suffix != ".pyc"]
     path = cache_root() / "test-published-projects" / build_key(inputs, torch.__version__)
     path.mkdir(parents=True, exist_ok=True)
@@ -130,22 +131,31 @@ print("VLLM OK")
 """
 
 
-@pytest.mark.slow
-def test_vllm_musa_style_setup_py(cache):
+def _build_with_setup_py(cache: Path, name: str) -> Path:
+    """Builds project ``name`` with its build script (``build_ext --inplace``) by each of its
+    ways in (the first compiles, the others find it built), checks the banner and the built
+    module, and runs its check by the same way. Returns the ported sources' directory."""
     from torchada._native.build import _locked
 
-    with _locked(cache / "vllm.lock"):
-        work = _project(cache, "vllm_like")
-        for way in ("import", "child"):
-            proc = _run(way, ["setup.py", "build_ext", "--inplace"], work)
-            assert "vllm_like: building the stable-ABI library" in proc.stdout
-            assert list((work / "vllm_like").glob("_C_stable_libtorch*.so"))
-            _check(way, work, _VLLM_CHECK, "VLLM OK")
-        ported = work / "build" / "torchada_ported" / "vllm_like._C_stable_libtorch" / "csrc"
-        bindings = (ported / "libtorch_stable" / "torch_bindings.cpp").read_text()
-        assert "STABLE_TORCH_LIBRARY_IMPL(vllm_like, PrivateUse1, ops)" in bindings
-        # The kit's headers were used where they are, not ported.
-        assert not list((work / "build" / "torchada_ported").rglob("torchada_stable_box.h"))
+    script, ways, banner, built, check, marker = _SETUP_PROJECTS[name]
+    with _locked(cache / f"{name}.lock"):
+        work = _project(cache, name)
+        for way in ways:
+            proc = _run(way, [script, "build_ext", "--inplace"], work)
+            assert banner in proc.stdout, proc.stdout
+            assert list(work.glob(built)), built
+            _check(way, work, check, marker)
+    return work / "build" / "torchada_ported"
+
+
+@pytest.mark.slow
+def test_vllm_musa_style_setup_py(cache):
+    ported = _build_with_setup_py(cache, "vllm_like")
+    stable = ported / "vllm_like._C_stable_libtorch" / "csrc" / "libtorch_stable"
+    bindings = (stable / "torch_bindings.cpp").read_text()
+    assert "STABLE_TORCH_LIBRARY_IMPL(vllm_like, PrivateUse1, ops)" in bindings
+    # The kit's headers were used where they are, not ported.
+    assert not list(ported.rglob("torchada_stable_box.h"))
 
 
 _PLATFORM = """
@@ -210,21 +220,23 @@ print("SGLANG OK")
 """
 
 
+# name: build script, ways in, banner it prints, the module it builds, the check and its marker.
+# SGLang's banner names the simulated board's architecture, read the way SGLang reads it.
+_SETUP_PROJECTS = {
+    "vllm_like": ("setup.py", ("import", "child"), "vllm_like: building the stable-ABI library",
+                  "vllm_like/_C_stable_libtorch*.so", _VLLM_CHECK, "VLLM OK"),
+    "sglang_like": ("setup_musa.py", ("import", "runner"), "sgl_like: building for mp_",
+                    "python/sgl_like/common_ops*.so", _SGLANG_CHECK, "SGLANG OK"),
+}  # fmt: skip
+
+
 @pytest.mark.slow
 def test_sglang_style_setup_musa_py(cache):
-    from torchada._native.build import _locked
-
-    with _locked(cache / "sglang.lock"):
-        work = _project(cache, "sglang_like")
-        for way in ("import", "runner"):
-            proc = _run(way, ["setup_musa.py", "build_ext", "--inplace"], work)
-            # The simulated board's architecture, read the way SGLang reads it.
-            assert "sgl_like: building for mp_" in proc.stdout
-            assert list((work / "python" / "sgl_like").glob("common_ops*.so"))
-            _check(way, work, _SGLANG_CHECK, "SGLANG OK")
-        ported = work / "build" / "torchada_ported" / "sgl_like.common_ops" / "csrc"
-        registrations = (ported / "common_extension_musa.cc").read_text()
-        assert "torch::kCUDA" not in registrations and "kPrivateUse1" in registrations
+    ported = _build_with_setup_py(cache, "sglang_like")
+    registrations = (
+        ported / "sgl_like.common_ops" / "csrc" / "common_extension_musa.cc"
+    ).read_text()
+    assert "torch::kCUDA" not in registrations and "kPrivateUse1" in registrations
 
 
 # ---------------------------------------------------------------- Mooncake

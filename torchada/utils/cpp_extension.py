@@ -11,7 +11,7 @@ locate the stable-ABI kit (docs/extensions.md, "Stable-ABI extensions").
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._extensions.stable_kit import box_header as _box_header
 from .._extensions.stable_kit import include_dir as _include_dir
@@ -28,6 +28,18 @@ __all__ = [
     "stable_compat_box_header",
     "stable_compat_include_dir",
 ]
+
+if TYPE_CHECKING:  # resolved on first use by __getattr__, per platform
+    from torch.utils.cpp_extension import (
+        CUDA_HOME,
+        BuildExtension,
+        CppExtension,
+        CUDAExtension,
+        include_paths,
+        library_paths,
+        load,
+        load_inline,
+    )
 
 _MODULE = "torch.utils.cpp_extension"
 

@@ -3,6 +3,7 @@
 # directory added and -DCUDA_VERSION=0.
 from pathlib import Path
 
+# isort: off
 # Activate torchada before importing the torch ecosystem.
 import torchada  # noqa: F401
 import torch  # noqa: F401
@@ -14,6 +15,8 @@ from torchada.utils.cpp_extension import (
     stable_compat_box_header as _ta_stable_box,
     stable_compat_include_dir as _ta_stable_inc,
 )
+
+# isort: on
 
 root = Path(__file__).parent.resolve()
 INCLUDE_DIRS = [root / "csrc"]

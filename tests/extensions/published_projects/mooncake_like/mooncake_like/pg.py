@@ -17,7 +17,8 @@ def _using_musa() -> bool:
 
 
 def _build_adapter(source_dir: Path, build_dir: Path):
-    extra_cflags = ["-std=c++17", "-O1", f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}"]
+    abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
+    extra_cflags = ["-std=c++17", "-O1", f"-D_GLIBCXX_USE_CXX11_ABI={abi}"]
     if _using_musa():
         import torchada  # noqa: F401
         from torchada.utils.cpp_extension import BuildExtension, library_paths, load
@@ -29,7 +30,11 @@ def _build_adapter(source_dir: Path, build_dir: Path):
         adapter_source_dir = ported_dir
         source_paths = []
         for name in _SOURCE_NAMES:
-            candidates = (ported_dir / name, ported_dir / "src_musa" / name, ported_dir / "src" / name)
+            candidates = (
+                ported_dir / name,
+                ported_dir / "src_musa" / name,
+                ported_dir / "src" / name,
+            )
             source_paths.append(next(path for path in candidates if path.is_file()))
         musa_target = os.environ.get("MTGPU_TARGET", "mp_31")
         extra_cuda_cflags = [f"--cuda-gpu-arch={musa_target}", "-x", "musa", "-mtgpu", "-DUSE_MUSA"]

@@ -2,8 +2,11 @@
 chosen with torchada.is_musa_platform()."""
 
 try:
+    # isort: off
     import torchada  # noqa: F401
     import torch  # noqa: F401
+
+    # isort: on
 
     _torchada_available = True
 except ImportError:
