@@ -1,7 +1,7 @@
-// cublas_v2.h from torchada's stable-ABI kit (torchada.utils.cpp_extension.stable_compat_include_dir()).
+// cublas_v2.h, from torchada's stable-ABI kit (stable_compat_include_dir()).
 // With the MUSA SDK's <mublas.h> on the include path: that header, and the CUDA names a
 // CUDA-written header uses spelled as MUSA's (the same renames as torchada's porter).
-// Without it: the next <cublas_v2.h> on the include path (CUDA's own), so a CUDA build is unchanged.
+// Without it: the next <cublas_v2.h> on the include path (CUDA's own): a CUDA build is unchanged.
 #pragma once
 #if __has_include(<mublas.h>)
 #include <mublas.h>

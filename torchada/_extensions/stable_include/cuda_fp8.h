@@ -1,7 +1,7 @@
-// cuda_fp8.h from torchada's stable-ABI kit (torchada.utils.cpp_extension.stable_compat_include_dir()).
+// cuda_fp8.h, from torchada's stable-ABI kit (stable_compat_include_dir()).
 // With the MUSA SDK's <musa_fp8.h> on the include path: that header, and the CUDA names a
 // CUDA-written header uses spelled as MUSA's (the same renames as torchada's porter).
-// Without it: the next <cuda_fp8.h> on the include path (CUDA's own), so a CUDA build is unchanged.
+// Without it: the next <cuda_fp8.h> on the include path (CUDA's own): a CUDA build is unchanged.
 #pragma once
 #if __has_include(<musa_fp8.h>)
 #include <musa_fp8.h>

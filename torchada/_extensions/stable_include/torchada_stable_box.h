@@ -1,17 +1,21 @@
 // torchada_stable_box.h, from torchada's stable-ABI kit: force-include it (-include <path>, path
 // from torchada.utils.cpp_extension.stable_compat_box_header()) in stable-ABI sources.
 //
-// It gives TORCH_BOX(&fn) to the torches before 2.11, which lack it (torch 2.11 and later define
-// their own in <torch/csrc/stable/library.h>, included here; earlier ones are left to the source
-// to include, since torch 2.7's library.h cannot be included twice). TORCH_BOX(&fn) is the boxed form (void(StableIValue* stack, uint64_t num_args, uint64_t num_outputs)) of a plain
-// C++ kernel, for STABLE_TORCH_LIBRARY_IMPL's m.impl("op", TORCH_BOX(&fn)). A torch that has
-// TORCH_BOX keeps its own. Supported here: tensors (torch::stable::Tensor or AtenTensorHandle),
+// It gives TORCH_BOX(&fn) to the torches that lack it (those before 2.11; torch 2.11 and later
+// define their own in <torch/csrc/stable/library.h>). From torch 2.10 on, torch's library.h is
+// included here and TORCH_BOX is given only where it did not define one; torch 2.7 to 2.9 get the
+// C shim only, since torch 2.7's library.h cannot be included twice.
+//
+// TORCH_BOX(&fn) is the boxed form (void(StableIValue* stack, uint64_t num_args, uint64_t
+// num_outputs)) of a plain C++ kernel, for STABLE_TORCH_LIBRARY_IMPL's
+// m.impl("op", TORCH_BOX(&fn)). A torch that has TORCH_BOX keeps its own. Supported here:
+// tensors (torch::stable::Tensor or AtenTensorHandle),
 // std::optional of them, bool, integers and floating-point numbers as parameters; void, one
 // tensor or one number as the result.
 #pragma once
 #ifdef __cplusplus
 #include <torch/csrc/api/include/torch/version.h>
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 11)
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 10)
 #include <torch/csrc/stable/library.h>
 #else
 #include <torch/csrc/inductor/aoti_torch/c/shim.h>
@@ -58,7 +62,8 @@ T unbox(StableIValue value) {
     std::memcpy(&result, &value, sizeof(T));
     return result;
   } else {
-    static_assert(unsupported_v<T>, "TORCH_BOX (torchada's, for a torch without it): unsupported parameter type");
+    static_assert(unsupported_v<T>,
+                  "TORCH_BOX (torchada's, for a torch without it): unsupported parameter type");
   }
 }
 
@@ -78,7 +83,8 @@ StableIValue box(T value) {
     std::memcpy(&result, &value, sizeof(T));
     return result;
   } else {
-    static_assert(unsupported_v<T>, "TORCH_BOX (torchada's, for a torch without it): unsupported result type");
+    static_assert(unsupported_v<T>,
+                  "TORCH_BOX (torchada's, for a torch without it): unsupported result type");
   }
 }
 
