@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -108,6 +109,168 @@ def simulator_env(order: str, base: "dict | None" = None) -> dict:
 
 def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(_SIM_TARGET, ignore_errors=True)
+    shutil.rmtree(_HIDE_DIR, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- packages made not installed
+# A child process in which installed distributions are not installed, as far as the program can
+# tell: `import` raises ModuleNotFoundError, importlib.util.find_spec answers None and
+# importlib.metadata finds no distribution. A sitecustomize (first on PYTHONPATH, so also in every
+# process the child starts) replaces the path finder in sys.meta_path with one that does not find
+# the distributions' top-level modules and metadata; nothing is uninstalled. Where a distribution
+# is not installed at all (the minimal-install CI step), hiding it changes nothing.
+_HIDE_DIR = os.path.join(tempfile.gettempdir(), f"torchada-test-hide-{os.getpid()}")
+HIDE_ENV = "TORCHADA_TEST_HIDDEN"
+_HIDING_SITECUSTOMIZE = """\
+# Written by tests/conftest.py (hidden_packages_env): distributions named in $TORCHADA_TEST_HIDDEN
+# look not installed.
+import os
+import re
+import sys
+from importlib.machinery import PathFinder
+
+
+def _hide():
+    modules, _, names = os.environ.get("TORCHADA_TEST_HIDDEN", "").partition(";")
+    modules = set(filter(None, modules.split(",")))
+    names = set(filter(None, names.split(",")))
+    if not modules and not names:
+        return
+
+    def canonical(name):
+        return re.sub(r"[-_.]+", "-", name or "").lower()
+
+    class NotInstalledFinder(PathFinder):
+        @classmethod
+        def find_spec(cls, fullname, path=None, target=None):
+            if fullname.partition(".")[0] in modules:
+                return None
+            return PathFinder.find_spec(fullname, path, target)
+
+        @staticmethod
+        def find_distributions(*args, **kwargs):
+            for dist in PathFinder.find_distributions(*args, **kwargs):
+                if canonical(dist.metadata["Name"]) not in names:
+                    yield dist
+
+    sys.meta_path[:] = [NotInstalledFinder if f is PathFinder else f for f in sys.meta_path]
+    for name in list(sys.modules):
+        if name.partition(".")[0] in modules:
+            del sys.modules[name]
+
+
+def _run_the_shadowed_one():
+    # The sitecustomize this one stands in front of, if the interpreter has one.
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    spec = PathFinder.find_spec("sitecustomize", rest)
+    if spec is not None and spec.loader is not None:
+        import importlib.util
+
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+
+_hide()
+_run_the_shadowed_one()
+"""
+
+
+def distribution_modules(distribution: str) -> "list[str]":
+    """The top-level modules an installed distribution provides (none where it is not
+    installed)."""
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution(distribution)
+    except metadata.PackageNotFoundError:
+        return []
+    listed = dist.read_text("top_level.txt")
+    if listed:
+        return sorted({line.strip() for line in listed.splitlines() if line.strip()})
+    out = set()
+    for file in dist.files or ():
+        parts = file.parts
+        if not parts or parts[0] in ("..", "__pycache__") or parts[0].endswith(".dist-info"):
+            continue
+        if len(parts) == 1 and parts[0].endswith(".py"):
+            out.add(parts[0][:-3])
+        elif len(parts) > 1 and parts[-1] == "__init__.py":
+            out.add(parts[0])
+    return sorted(out)
+
+
+def hidden_packages_env(distributions, env: "dict | None" = None) -> dict:
+    """Environment variables (added to ``env``, or to an empty dict) under which a child process
+    sees the installed ``distributions`` (PyPI names: "mthreads-ml-py") as not installed, and so
+    does every process it starts. Used with run_cuda_program's ``extra_env``."""
+    os.makedirs(_HIDE_DIR, exist_ok=True)
+    path = os.path.join(_HIDE_DIR, "sitecustomize.py")
+    try:
+        with open(path) as f:
+            current = f.read()
+    except OSError:
+        current = None
+    if current != _HIDING_SITECUSTOMIZE:  # replaced whole: a child may be reading it
+        with open(path + ".tmp", "w") as f:
+            f.write(_HIDING_SITECUSTOMIZE)
+        os.replace(path + ".tmp", path)
+    names = sorted({canonical_name(d) for d in distributions})
+    modules = sorted({m for d in names for m in distribution_modules(d)})
+    out = dict(env or {})
+    out[HIDE_ENV] = ",".join(modules) + ";" + ",".join(names)
+    theirs = out.get("PYTHONPATH") or ""
+    out["PYTHONPATH"] = os.pathsep.join(filter(None, [_HIDE_DIR, theirs]))
+    return out
+
+
+#: What a user installs (and CI's minimal-install step holds): torch, torchada, and pytest to
+#: run the tests; with everything they require.
+USER_INSTALL = ("torch", "torchada", "pytest", "pip", "setuptools")
+
+
+def canonical_name(name: str) -> str:
+    """A distribution's name as PyPI compares names (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def user_install_closure(top=USER_INSTALL) -> "set[str]":
+    """The installed distributions ``top`` and everything they require (canonical names)."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    seen: "set[str]" = set()
+    todo = [canonical_name(t) for t in top]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        seen.add(name)
+        for line in dist.requires or ():
+            req = Requirement(line)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(canonical_name(req.name))
+    return seen
+
+
+def user_install_env(env: "dict | None" = None, keep=("ninja",)) -> dict:
+    """``hidden_packages_env`` hiding every installed distribution outside a user's install
+    (:data:`USER_INSTALL`, plus ``keep`` with what it requires): the test extras, DeepSpeed, ...
+    In CI's minimal-install step there is nothing to hide. ``ninja`` is kept by default: the
+    simulator's native pieces are built with it (CI's minimal-install step puts it on PATH)."""
+    from importlib import metadata
+
+    kept = user_install_closure((*USER_INSTALL, *keep))
+    # The environment's own (site-packages): not what a package vendors and puts on sys.path
+    # once imported (setuptools' jaraco, say), which its own imports need.
+    site = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    found = metadata.distributions(path=site)
+    installed = {canonical_name(d.metadata["Name"] or "") for d in found}
+    return hidden_packages_env(sorted(installed - kept - {""}), env)
 
 
 # ---------------------------------------------------------------- end-to-end CUDA programs

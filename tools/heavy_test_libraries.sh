@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the test suite's heavy training libraries beside a pinned torch:
-#   tools/heavy_test_libraries.sh PYTHON TORCH_VERSION [NOTE]
+#   tools/heavy_test_libraries.sh PYTHON TORCH_VERSION [NOTE] [deepspeed]
+# With "deepspeed" last, DeepSpeed alone (CI's minimal install, .ci/minimal_install).
 # DeepSpeed ships only a source archive whose build imports torch, so it cannot be an extra of
 # pyproject.toml: pip would build it in an isolated environment and fetch the newest torch there.
 # Built here without isolation, against the torch already installed (pinned again, so nothing
@@ -12,7 +13,10 @@ set -euo pipefail
 py="$1"
 torch_version="$2"
 note="${3:-torchada setup (once):}"
+libraries=("deepspeed==0.19.8" "megatron-core==0.16.1")
+what="DeepSpeed and Megatron-core"
+if [ "${4:-}" = deepspeed ]; then libraries=("${libraries[0]}"); what=DeepSpeed; fi
 if [ -t 1 ]; then pip_output=--progress-bar=on; else pip_output=-q; fi
-echo "$note installing DeepSpeed and Megatron-core for the tests (a source build)..." >&2
+echo "$note installing $what for the tests (a source build)..." >&2
 DS_BUILD_OPS=0 "$py" -m pip install "$pip_output" --disable-pip-version-check --no-build-isolation \
-  "setuptools==80.9.0" "deepspeed==0.19.8" "megatron-core==0.16.1" "torch==$torch_version"
+  "setuptools==80.9.0" "${libraries[@]}" "torch==$torch_version"

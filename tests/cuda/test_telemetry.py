@@ -83,8 +83,15 @@ def test_unloadable_libmtml_is_named(torchada_on, monkeypatch):
 
     monkeypatch.setattr(telemetry, "_initialised", [])
     monkeypatch.setattr(pymtml, "mtmlLibraryInit", no_library)
-    with pytest.raises(RuntimeError, match=r"torch\.cuda\.temperature .*libmtml\.so\.2"):
+    with pytest.raises(RuntimeError, match=r"torch\.cuda\.temperature .*libmtml\.so\.2") as err:
         torch.cuda.temperature(0)
+    # NVML's type for a missing library, as torch lets it through where libnvidia-ml is missing:
+    # pymtml's, which is pynvml.NVMLError_LibraryNotFound as torchada serves pynvml.
+    assert isinstance(err.value, pymtml.MTMLError_LibraryNotFound), type(err.value).__mro__
+    import pynvml
+
+    assert isinstance(err.value, pynvml.NVMLError_LibraryNotFound)
+    assert isinstance(err.value, pynvml.NVMLError)
     assert "libmtml.so.2" in torch.cuda.list_gpu_processes(0)
 
 

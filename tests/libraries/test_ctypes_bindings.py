@@ -172,6 +172,25 @@ def test_find_library_and_missing_paths():
         CDLL("/nope/libfoo.so")  # not a CUDA library: ctypes' own error
 
 
+def test_a_cuda_library_torchada_cannot_build_is_an_oserror(monkeypatch):
+    """libnvidia-ml.so.1 is torchada's own library over MTML; where it cannot be built (no C
+    compiler) the library is not there, and ctypes says so as it does: OSError (which
+    nvidia-ml-py turns into NVMLError_LibraryNotFound), and find_library answers None."""
+    from torchada._libraries import nvml_library
+    from torchada._native.build import NativeBuildError
+
+    def no_compiler(*args, **kwargs):
+        raise NativeBuildError("building torchada_nvml_shim failed: cc: not found")
+
+    monkeypatch.setattr(nvml_library, "library_path", no_compiler)
+    with pytest.raises(OSError, match="cc: not found") as err:
+        CDLL("libnvidia-ml.so.1")
+    assert "libnvidia-ml" in str(err.value)
+    with pytest.raises(OSError, match="cc: not found"):
+        ctypes.CDLL("libnvidia-ml.so.1")  # a reference taken before torchada was on
+    assert sys.modules["ctypes.util"].find_library("nvidia-ml") is None
+
+
 def test_user_subclass_and_loaded_twice():
     class MyLib(sys.modules["ctypes"].CDLL):
         pass

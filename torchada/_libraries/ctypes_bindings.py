@@ -142,13 +142,23 @@ def library_rule(cuda_file: str) -> Library:
 
 
 def _load_path(rule: Library) -> str:
+    """The path ctypes loads for ``rule``'s CUDA library. Raises OSError, as ctypes does for a
+    library it cannot load, where torchada's own library of the CUDA names cannot be built."""
     if rule.implemented:
         # torchada's own library of the CUDA names (built and bound at its first load).
         import sys
 
         from .nvml_library import library_path
 
-        return str(library_path(sys.modules[__name__], rule.cuda_file))
+        try:
+            return str(library_path(sys.modules[__name__], rule.cuda_file))
+        except OSError:
+            raise
+        except Exception as err:  # no compiler, a read-only cache, ...: a library not there
+            raise OSError(
+                f"{rule.cuda_file}.so: torchada's {rule.cuda_file} over {rule.musa_file} cannot "
+                f"be built ({type(err).__name__}: {err})"
+            ) from err
     return _musa_path(musa_library_dir(), rule.musa_file)
 
 
@@ -330,11 +340,15 @@ pydll = _ctypes.LibraryLoader(PyDLL)
 
 
 def find_library(name: str) -> Optional[str]:
-    """ctypes.util.find_library: CUDA library names find the MUSA ones."""
-    _, rule = map_library(f"lib{name}.so")
+    """ctypes.util.find_library: CUDA library names find the MUSA ones (None, as ctypes answers,
+    where there is none)."""
+    _, rule = _classify(f"lib{name}.so")
     if rule is None:
         return _real_find_library(name)
-    path, _ = map_library(f"lib{name}.so")
+    try:
+        path, _ = map_library(f"lib{name}.so")
+    except OSError:  # torchada's own library of the CUDA names cannot be built
+        return None
     if path and os.path.isabs(path):
         return path
     return _real_find_library(str(rule.musa))

@@ -11,6 +11,12 @@ answered from MTML, Moore Threads' management library.
   listed there, written over MTML's C API, with NVML's return codes and struct layouts
   (:mod:`torchada._libraries.nvml_library`).
 
+``import pynvml`` is served only where pymtml is installed: without mthreads-ml-py, ``pynvml`` is
+what the environment has (nvidia-ml-py's own module, which loads ``libnvidia-ml.so.1`` and so gets
+torchada's library above; or no module, and ``import pynvml`` raises ModuleNotFoundError as it
+would without torchada). Every error keeps NVML's types: a missing ``libmtml`` is
+``pynvml.NVMLError_LibraryNotFound``, as NVML reports a missing ``libnvidia-ml``.
+
 Installed on MUSA only (torchada turns on nowhere else); ``TORCHADA_DISABLE_NVML=1`` leaves it out.
 """
 
@@ -111,13 +117,50 @@ def _names(spec: Any) -> list:
     return sorted(names)
 
 
+def _findable(name: str) -> bool:
+    """Whether ``import name`` would find a module (nothing is imported; a module already in
+    ``sys.modules`` counts)."""
+    if name in sys.modules:
+        return sys.modules[name] is not None
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def serves(module_name: str = "pynvml") -> bool:
+    """Whether torchada serves ``module_name`` from MTML: only where the package that backs it is
+    installed (:data:`BACKED_BY`; for ``pynvml``, pymtml from mthreads-ml-py). Elsewhere
+    ``pynvml`` is what the environment has: nvidia-ml-py's own module (whose
+    ``libnvidia-ml.so.1`` torchada's ctypes translation answers from MTML), or no module at all,
+    so that ``import pynvml`` raises ModuleNotFoundError as it would without torchada
+    (docs/architecture.md, "What is missing stays missing").
+
+    Example::
+
+        >>> serves("pynvml")  # with mthreads-ml-py installed  # doctest: +SKIP
+        True
+    """
+    return _findable(BACKED_BY[module_name])
+
+
+#: The module whose package backs each served module: without it, the name is not served.
+BACKED_BY = {"pynvml": "pymtml"}
+
+
 def install(patcher: Patcher) -> None:
-    """Serve ``import pynvml`` from MTML (MUSA and the simulator only: torchada turns on nowhere
-    else). The ctypes side needs nothing here: the ctypes table maps ``libnvidia-ml.so.1``."""
+    """Serve ``import pynvml`` from MTML where pymtml is installed (MUSA and the simulator only:
+    torchada turns on nowhere else); where it is not, ``pynvml`` stays what the environment has.
+    The ctypes side needs nothing here: the ctypes table maps ``libnvidia-ml.so.1``."""
     from .. import _activation
 
     hooks = _activation._hooks
     if hooks is None:  # the import hooks are left out: nothing to register with
+        return
+    if not serves("pynvml"):
+        logger.debug("torchada: pymtml is not installed: pynvml is left as the environment has it")
         return
     hooks.register("pynvml", build_proxy("pynvml"))
     patcher.on_undo(lambda: hooks.unregister("pynvml"))

@@ -58,8 +58,8 @@ def library_path(ctypes_bindings: ModuleType, cuda_file: str = "libnvidia-ml") -
     lib = _ctypes.open_untranslated(str(path))
     mtml = _mtml_path(_ctypes)
     driver = _ctypes.musa_library_path("libcuda")
-    if mtml is None:
-        logger.warning(
+    if mtml is None:  # said at info level: nvmlInit's NVMLError_LibraryNotFound tells the program
+        logger.info(
             "torchada: no MTML library (libmtml.so.2 or libmtml.so) was found for %s: NVML calls "
             "answer NVML_ERROR_LIBRARY_NOT_FOUND; install the MUSA driver's management library",
             cuda_file,

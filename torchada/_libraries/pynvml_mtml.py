@@ -9,6 +9,10 @@ that NVML code runs as written:
   codes differently from NVML: compare with the module's constants, not with literals).
 - ``nvmlDeviceGetMemoryInfo`` takes pynvml's ``version`` (``nvmlMemory_v2``).
 - ``nvmlDeviceGetHandleByUUID`` is pymtml's ``nvmlDeviceGetHandleByUuid``.
+- ``nvmlInit`` where MTML's C library (``libmtml.so.2``) cannot be loaded raises
+  ``NVMLError_LibraryNotFound`` (pymtml raises ``OSError``), as NVML's does where
+  ``libnvidia-ml.so.1`` is missing; a device or system function called before ``nvmlInit`` (or
+  after the last ``nvmlShutdown``) raises ``NVMLError_Uninitialized``, as NVML's do.
 - Functions pymtml answers with made-up values (tables/nvml_modules.json, "unsupported") raise
   :class:`NotSupportedOnMusa`, an ``NVMLError_NotSupported``; a pynvml function MTML has nothing
   for raises :class:`NoCounterpartOnMusa`, an ``NVMLError_FunctionNotFound``. Both name the
@@ -19,6 +23,7 @@ Imported at the first name a program reads from ``pynvml`` with torchada on MUSA
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -46,6 +51,46 @@ del _name
 NVML_SUCCESS = _mtml.MTML_SUCCESS
 NVMLError = _mtml.MTMLError
 nvmlDeviceGetHandleByUUID = _mtml.nvmlDeviceGetHandleByUuid
+
+
+def _initialised() -> bool:
+    return bool(getattr(_mtml, "_mtmlLib_handles", True))  # pymtml's count of nvmlInit calls
+
+
+def _needs_init(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` raising NVML's ``NVMLError_Uninitialized`` before ``nvmlInit`` (pymtml would
+    call MTML with no library handle, or answer FunctionNotFound)."""
+
+    @functools.wraps(function)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not _initialised():
+            raise _mtml.MTMLError(_mtml.MTML_ERROR_UNINITIALIZED)
+        return function(*args, **kwargs)
+
+    return call
+
+
+for _name in [n for n in globals() if n.startswith(("nvmlDevice", "nvmlSystem"))]:
+    globals()[_name] = _needs_init(globals()[_name])
+del _name
+
+
+def _loading(init: Callable[..., Any]) -> Callable[..., Any]:
+    """``nvmlInit`` answering NVML's ``NVMLError_LibraryNotFound`` where MTML's C library cannot be
+    loaded (pymtml raises ``OSError``, which no ``except pynvml.NVMLError`` catches)."""
+
+    @functools.wraps(init)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return init(*args, **kwargs)
+        except OSError as err:
+            raise _mtml.MTMLError(_mtml.MTML_ERROR_LIBRARY_NOT_FOUND) from err
+
+    return call
+
+
+nvmlInit = _loading(_mtml.nvmlInit)
+nvmlInitWithFlags = _loading(_mtml.nvmlInitWithFlags)
 #: NVML's version word of ``nvmlMemory_v2_t`` (its size, 40 bytes, and version 2).
 nvmlMemory_v2 = 0x02000028
 
@@ -85,6 +130,8 @@ def nvmlDeviceGetMemoryInfo(handle: Any, version: Any = None) -> Any:
         >>> pynvml.nvmlDeviceGetMemoryInfo(handle).used  # doctest: +SKIP
         0
     """
+    if not _initialised():
+        raise _mtml.MTMLError(_mtml.MTML_ERROR_UNINITIALIZED)
     info = _mtml.nvmlDeviceGetMemoryInfo(handle)
     if not version:
         return info

@@ -109,7 +109,8 @@ def load_driver_libraries() -> None:
     when it is imported: a driver installs ``libmtml.so.2`` where the dynamic loader looks, so
     ``ctypes.CDLL("libmtml.so.2")`` (pymtml's way) finds it; here the loader finds the mapped
     library by its soname. Loaded once; a library that cannot be built is logged and left out
-    (then MTML is missing, as on a machine without the driver's management library).
+    (then MTML is missing, as on a machine without the driver's management library), and so is
+    one turned off with ``TORCHADA_SIM_MTML=0``.
 
     Example::
 
@@ -121,6 +122,11 @@ def load_driver_libraries() -> None:
     if native.MTML_SONAME in _driver_handles:
         return
     _driver_handles[native.MTML_SONAME] = None  # tried: warned once at most
+    from .._core.env import flag
+
+    if not flag("TORCHADA_SIM_MTML", default=True):  # a driver installed without MTML
+        logger.debug("the simulated driver has no %s (TORCHADA_SIM_MTML=0)", native.MTML_SONAME)
+        return
     try:
         path = native.mtml_library_path()
         _driver_handles[native.MTML_SONAME] = ctypes.CDLL(str(path))

@@ -2,7 +2,8 @@
 a trainer whose device setting is "auto" (as minGPT's), a GPT-style training setup that picks
 bfloat16 where the GPU supports it and a fused AdamW on CUDA (as nanoGPT's), pinned batches and a
 loss scaler enabled only with CUDA; then Lightning's Trainer(accelerator="auto") and accelerate's
-Accelerator() with their defaults. Prints one JSON line."""
+Accelerator() with their defaults, where they are installed (null where not: a user's install of
+torch and torchada alone, as CI's minimal-install step has it). Prints one JSON line."""
 
 import json
 from contextlib import nullcontext
@@ -107,7 +108,10 @@ def train_with_scaler(device: str):
 
 
 def lightning_auto():
-    import lightning as L
+    try:
+        import lightning as L
+    except ModuleNotFoundError:  # not installed
+        return None
 
     class Regressor(L.LightningModule):
         def __init__(self):
@@ -142,7 +146,10 @@ def lightning_auto():
 
 
 def accelerate_default():
-    from accelerate import Accelerator
+    try:
+        from accelerate import Accelerator
+    except ModuleNotFoundError:  # not installed
+        return None
 
     accelerator = Accelerator()
     net, loader = accelerator.prepare(model(), DataLoader(data(), batch_size=64))

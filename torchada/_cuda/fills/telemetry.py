@@ -16,6 +16,7 @@ Nothing here is imported until one of these functions is called.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from contextlib import contextmanager
@@ -61,13 +62,41 @@ def _pymtml(function: str) -> ModuleType:
             try:
                 pymtml.mtmlLibraryInit()
             except (OSError, pymtml.MTMLError) as err:
-                raise RuntimeError(
+                message = (
                     f"torch.cuda.{function} on MUSA reads the board through MTML, but {LIBRARY} "
                     f"(the Moore Threads driver's management library) cannot be loaded or "
                     f"initialised: {err}. Is the MUSA driver installed?"
-                ) from err
+                )
+                if isinstance(err, OSError):
+                    raise _library_not_found(pymtml)(message) from err
+                raise RuntimeError(message) from err
             _initialised.append(pymtml)
     return _initialised[0]
+
+
+@functools.lru_cache(maxsize=None)
+def _library_not_found(pymtml: ModuleType) -> type:
+    """The error for an MTML library that cannot be loaded: NVML's type for it, as torch's
+    telemetry lets ``pynvml.NVMLError_LibraryNotFound`` through where ``libnvidia-ml`` is missing
+    (pymtml's ``MTMLError_LibraryNotFound``, which is ``pynvml.NVMLError_LibraryNotFound`` as
+    torchada serves ``pynvml``), and a RuntimeError, as torch raises where the driver is not
+    loaded."""
+    base = pymtml.MTMLError_LibraryNotFound
+
+    class LibraryNotFound(base, RuntimeError):  # type: ignore[misc,valid-type]
+        def __new__(cls, message: str) -> Any:
+            obj = base.__new__(cls)
+            obj.args = (message,)
+            return obj
+
+        def __init__(self, message: str) -> None:
+            RuntimeError.__init__(self, message)
+
+        def __str__(self) -> str:
+            return str(self.args[0])
+
+    LibraryNotFound.__qualname__ = LibraryNotFound.__name__ = "MtmlLibraryNotFound"
+    return LibraryNotFound
 
 
 def _visible_devices(mtml: ModuleType) -> "List[int]":
