@@ -594,7 +594,7 @@ _CAPABILITY_TEXT = re.compile(r"(\d+)\.(\d+)\Z")
 def _capability(value: Any, at: _At) -> Tuple[int, int]:
     match = _CAPABILITY_TEXT.match(value) if isinstance(value, str) else None
     if match is None:
-        raise at.error(f"must be a capability written major.minor (\"8.0\"), not {json.dumps(value)}")
+        raise at.error(f'must be a capability written major.minor ("8.0"), not {json.dumps(value)}')
     return int(match.group(1)), int(match.group(2))
 
 
