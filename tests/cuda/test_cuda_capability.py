@@ -106,6 +106,22 @@ def test_disable_puts_torchs_own_functions_back():
         assert torchada.enable()
 
 
+@pytest.mark.parametrize("switch", [None, "cuda", "musa"])
+def test_doctor_shows_both_numbers_and_which_is_in_force(switch, monkeypatch):
+    from torchada._doctor import collect, render
+
+    if switch is None:
+        monkeypatch.delenv("TORCHADA_CUDA_CAPABILITY", raising=False)
+    else:
+        monkeypatch.setenv("TORCHADA_CUDA_CAPABILITY", switch)
+    text = render(collect())
+    in_force = switch or "cuda"
+    assert f"MTT S4000 (capability 2.2, CUDA 8.0; {in_force} in force)" in text
+    assert f"capability    {in_force}  (" in text
+    if switch == "musa":
+        assert "TORCHADA_CUDA_CAPABILITY=musa, as the published torchada answers" in text
+
+
 # ------------------------------------------------------------------ whole programs
 GATES = os.path.join(REPO, "tests", "e2e", "e2e_programs", "capability_gates_cuda.py")
 # board: (the way in, bf16, grouped GEMM, FP8). Both ways in are covered across the boards.
