@@ -19,15 +19,8 @@ from transformers import AutoModelForCausalLM, LlamaConfig
 
 
 def tiny_llama(path: str) -> None:
-    config = LlamaConfig(
-        vocab_size=128,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=32,
-    )
+    sizes = dict(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=1)
+    config = LlamaConfig(num_attention_heads=2, num_key_value_heads=1, **sizes)
     torch.manual_seed(0)
     AutoModelForCausalLM.from_config(config).save_pretrained(path)
 
