@@ -116,6 +116,8 @@ class CudaDeviceProperties:
         self.major, self.minor = capability
 
     def __getattr__(self, name: str) -> Any:
+        if name == "_musa":  # not set yet (copy.copy makes the object without __init__)
+            raise AttributeError(name)
         return getattr(self._musa, name)
 
     def __dir__(self) -> List[str]:
