@@ -154,6 +154,7 @@ def test_capability_gates_take_the_path_the_board_runs(board, tmp_path):
     nvidia = out["nvidia_only"]
     assert nvidia["cuda_interface"] == int(musa)
     assert not any(nvidia["tma"].values()) and nvidia["tma"]
+    assert nvidia["has_triton"] is False
     assert nvidia["triton_target"] in (None, int(musa))
 
 

@@ -37,6 +37,7 @@ def nvidia_only() -> dict:
         if gate is not None:
             tma[name] = gate()
     seen["tma"] = tma
+    seen["has_triton"] = triton_utils.has_triton()  # for the 'cuda' device: NVIDIA's Triton
     try:
         from triton.backends.nvidia.driver import CudaDriver
     except ImportError:
