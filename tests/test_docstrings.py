@@ -3,7 +3,8 @@ that says what it does and carries an ``Example::`` block, and the examples not 
 ``# doctest: +SKIP`` run as written.
 
 The public surface: ``torchada.__all__``, ``torchada.porting.__all__``, and the public functions
-and classes of ``torchada.op_overrides``, ``torchada.run`` and the ``torchada_hooks`` modules.
+and classes of ``torchada.op_overrides``, ``torchada.run``, ``torchada.utils.cpp_extension`` and
+the ``torchada_hooks`` modules.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ PACKAGES = ("torchada", "torchada.porting")
 MODULES = (
     "torchada.op_overrides",
     "torchada.run",
+    "torchada.utils.cpp_extension",
     "torchada_hooks.completion",
     "torchada_hooks.finder",
     "torchada_hooks.hooks",

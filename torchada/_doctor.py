@@ -64,6 +64,7 @@ def collect() -> Dict[str, Any]:
     info["cache"] = _cache_state()
     info["cuda_available"] = _cuda_available(info)
     info["cuda_capability"] = _capability_in_force(info)
+    info["backend_name"] = _backend_name(info)
     info["op_overrides"] = _op_overrides(info)
     info["telemetry"] = _telemetry()
     info["left_out"] = left_out_pieces()
@@ -126,6 +127,24 @@ def _capability_in_force(info: Dict[str, Any]) -> Dict[str, Any]:
         "in_force": "musa",
         "why": f"torch_musa's own: {SWITCH}={raw}, as the published torchada answers",
     }
+
+
+def _backend_name(info: Dict[str, Any]) -> Dict[str, Any]:
+    """What ``dist.get_backend()`` answers for a group made as "nccl", and why."""
+    from ._distributed.backend_name import SWITCH, active
+
+    raw = os.environ.get(SWITCH)
+    if info["platform"] != "musa" or not info["enabled"]:
+        return {"answer": "nccl", "why": "torch's own answer: torchada is not active on MUSA here"}
+    if active():
+        why = "CUDA's name for MCCL: " + (f"{SWITCH}={raw}" if raw else "the default")
+        why += "; torch's own inside the NVIDIA-only callers (tables/nvidia_callers.json)"
+        return {"answer": "nccl", "why": why}
+    if raw:
+        why = f"torch's own answer, as the published torchada: {SWITCH}={raw}"
+    else:
+        why = "torch's own answer: TORCHADA_DISABLE_BACKEND_NAME"
+    return {"answer": "mccl", "why": why}
 
 
 def _telemetry() -> Dict[str, Any]:
@@ -235,6 +254,8 @@ def render(info: Dict[str, Any]) -> str:
     cuda = info["cuda_available"]
     lines.append(f"cuda avail.   {cuda['answer']}  ({cuda['why']})")
     lines.append(f"capability    {in_force}  ({info['cuda_capability']['why']})")
+    name = info["backend_name"]
+    lines.append(f"nccl group    get_backend() is {name['answer']!r}  ({name['why']})")
     lines.append(f"native lib    {info['native_library']}")
     cache = info.get("cache")
     if cache:

@@ -247,3 +247,47 @@ def test_nccl_ddp_runs_untouched(tmp_path):
         assert r["max_diff_from_cpu_reference"] < 1e-4
     assert results["runner"] == plain
     assert results["imported"] == plain
+
+
+# torchada.utils.cpp_extension (the published adapter's module) is torch's own here: load_inline
+# with CUDA sources builds with nvcc and runs as through torch.utils.cpp_extension.
+_LOAD_INLINE_CUDA = r"""
+import inspect, json, sys
+import torchada
+from torchada.utils.cpp_extension import CUDA_HOME, include_paths, load_inline
+import torch
+import torch.utils.cpp_extension as tce
+
+same = (load_inline is tce.load_inline and CUDA_HOME == tce.CUDA_HOME
+        and inspect.signature(include_paths) == inspect.signature(tce.include_paths))
+cuda_src = '''
+#include <cuda_runtime.h>
+#include <ATen/cuda/CUDAContext.h>
+__global__ void axpb(const float* x, float* y, float a, float b, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + b;
+}
+torch::Tensor affine(torch::Tensor x, double a, double b) {
+  auto xc = x.contiguous();
+  auto y = torch::empty_like(xc);
+  int n = xc.numel();
+  axpb<<<(n + 255) / 256, 256, 0, at::cuda::getCurrentCUDAStream()>>>(
+      xc.data_ptr<float>(), y.data_ptr<float>(), (float)a, (float)b, n);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return y;
+}
+'''
+cpp_src = "torch::Tensor affine(torch::Tensor x, double a, double b);"
+mod = load_inline("torchada_inline_affine", cpp_src,
+                  cuda_sources=cuda_src, functions=["affine"], extra_cuda_cflags=["-O2"],
+                  build_directory=sys.argv[1])
+x = torch.randn(1000, device="cuda")
+y = mod.affine(x, 2.0, 0.5)
+print(json.dumps({"same": same, "enabled": torchada.is_enabled(), "device": str(y.device),
+                  "close": bool(torch.allclose(y, 2.0 * x + 0.5))}))
+"""
+
+
+def test_published_module_load_inline_builds_cuda_sources(tmp_path):
+    out = _json_lines(_python(["-c", _LOAD_INLINE_CUDA, str(tmp_path)]).stdout)[-1]
+    assert out == {"same": True, "enabled": False, "device": "cuda:0", "close": True}, out

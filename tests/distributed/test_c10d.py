@@ -47,9 +47,9 @@ def test_cpu_group_next_to_a_device_bound_nccl_group(py, tmp_path):
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["cpu"] == [[2.0, 3.0], "gloo", True]
     assert out["sub"] == ["gloo", True]
-    assert out["nccl_subs"] == ["mccl", "mccl"]
+    assert out["nccl_subs"] == ["nccl", "nccl"]  # CUDA's name (test_backend_name.py)
     # Groups of a backend that serves the device stay bound, and the default group keeps its device.
-    assert out["dev"] == ["mccl", "musa:1", "musa:1"]
+    assert out["dev"] == ["nccl", "musa:1", "musa:1"]
     assert out["default_bound"] == "musa:1"
     # gloo has no MUSA support: a musa tensor on the CPU group fails as torch says.
     assert "No backend type associated with device type musa" in out["musa_tensor_on_gloo"]
@@ -77,7 +77,7 @@ def test_cuda_device_backend_is_mccl_unless_switched_off(py, tmp_path):
     r = py(code, env={"TORCHADA_SIMULATE": "1"})
     assert r.returncode == 0, r.stderr[-3000:]
     out = json.loads(r.stdout.strip().splitlines()[-1])
-    assert out == {"on": "mccl", "backend": "mccl", "sum": [1.0, 1.0], "off": "nccl"}
+    assert out == {"on": "mccl", "backend": "nccl", "sum": [1.0, 1.0], "off": "nccl"}
 
     switched = py(
         "import torchada, torch.distributed as dist\n"
@@ -134,7 +134,7 @@ def test_c10d_methods_take_cuda_devices(py, tmp_path):
     assert out["bound"] == "musa:1"
     assert out["coalesced"] == [1.0, 1.0]
     assert out["connected"] is True
-    assert out["sub"] == ["mccl", "musa:1"]
+    assert out["sub"] == ["nccl", "musa:1"]
 
 
 def test_c10d_device_methods_have_their_own_switch(py):

@@ -28,7 +28,7 @@ def test_ddp_nccl_script_under_torchrun(mode, cuda_program, tmp_path):
     ranks = _ranks(r, out_dir)
     for i, res in enumerate(ranks):
         assert res["rank"] == res["local_rank"] == i and res["world"] == 2
-        assert res["backend"] == "mccl"  # "nccl" runs as MCCL and says so (docs)
+        assert res["backend"] == "nccl"  # runs as MCCL, named as on CUDA (docs/distributed.md)
         assert res["device"] == f"musa:{i}"  # torch.cuda.set_device(local_rank), .cuda(i)
         assert res["all_reduce_sum"] == [3.0, 6.0] and res["all_reduce_max"] == 2.0
         assert res["all_gather"] == [0.0, 10.0]
@@ -57,3 +57,29 @@ def test_fsdp2_fully_shard_on_a_cuda_device_mesh(mode, cuda_program, tmp_path):
         losses = res["losses"]
         assert all(math.isfinite(v) for v in losses) and losses[-1] < 0.5 * losses[0]
     assert ranks[0]["checksum"] == ranks[1]["checksum"]
+
+
+def check_backend_name_ranks(ranks, devices) -> None:
+    """What each rank of e2e_programs/backend_name_cuda.py saw: CUDA's name, and the GPU path
+    every branch on it takes."""
+    for i, (res, device) in enumerate(zip(ranks, devices)):
+        assert res["rank"] == i
+        assert res["backend"] == "nccl" and res["is_NCCL"] and res["Backend_eq"]
+        assert res["config"] == "cuda:nccl" and res["names"] == ["nccl", "nccl"]
+        assert res["stats"] == [3.0, device]  # the issue's all_reduce, on the GPU
+        assert res["lightning_barrier_device_ids"] == [[int(device[-1])]]
+        assert res["signal"] == [device, [0, 1]]
+        assert res["grad_device"] == device and res["all_gather_grad"] == res["cpu_grad"]
+        assert res["mixed"] == ["cuda:nccl,cpu:gloo"] * 2
+        assert res["mixed_sums"] == [[2.0, 2.0], [2.0, 2.0]]
+        assert res["plain"] == ["nccl", 4.0]  # new_group() with no backend: the default's
+        assert res["objects"] == [{"rank": 0}, {"rank": 1}]
+    assert ranks[0]["cpu_grad"] != ranks[1]["cpu_grad"]
+
+
+def test_code_that_branches_on_the_backend_name(mode, cuda_program, tmp_path):
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    prog = os.path.join(REPO, "tests", "e2e", "e2e_programs", "backend_name_cuda.py")
+    r = cuda_program(mode, prog, [out_dir], workdir=tmp_path, torchrun=True)
+    check_backend_name_ranks(_ranks(r, out_dir), ["musa:0", "musa:1"])

@@ -133,7 +133,7 @@ def test_lightning_ddp_on_two_devices_starts_its_own_ranks(mode, cuda_program, t
     for i, res in enumerate(ranks):
         assert res["rank"] == i and res["world"] == 2
         assert res["accelerator"] == "CUDAAccelerator" and res["root_device"] == f"cuda:{i}"
-        assert res["backend"] == "mccl"  # strategy "ddp" asks for nccl
+        assert res["backend"] == "nccl"  # strategy "ddp" asks for nccl, which MCCL runs
         assert res["seen"] == [[f"musa:{i}", True, f"musa:{i}"]]
         # 128 samples, 2 ranks, batches of 8, 3 epochs
         assert res["steps"] == 3 * 8 and res["last_loss"] < res["first_loss"] / 4

@@ -1,7 +1,6 @@
 """torch.distributed on MUSA: backend "nccl" in every spelling means MCCL.
 
-``dist.get_backend()`` reports the truth ("mccl"), as ``device.type`` reports "musa": code that
-compares it with "nccl" should accept "mccl" too.
+What ``dist.get_backend()`` then answers is :mod:`.backend_name`'s: CUDA's name ("nccl").
 
 A group of a backend that has nothing for the MUSA device (``new_group(backend="gloo")``, a CPU
 group) is created while the default group is bound to a device

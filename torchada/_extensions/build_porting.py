@@ -23,6 +23,7 @@ from torch_musa.utils import musa_extension as _me
 
 from .._core.warn import warn_once
 from .._native.build import torch_cpp_extension
+from . import stable_kit
 
 if TYPE_CHECKING:
     from ..porting.report import FileReport, TreeReport
@@ -78,12 +79,15 @@ def inside(path: str, root: str) -> bool:
 
 
 def _system_dirs() -> List[str]:
-    """Directories whose headers are never ported: torch's, torch_musa's, Python's, toolkits."""
+    """Directories whose headers are never ported: torch's, torch_musa's, Python's, toolkits,
+    torchada's stable-ABI kit."""
     dirs = set(_torch_cpp.include_paths()) | set(_me.include_paths(musa=True))
     paths = sysconfig.get_paths()
     dirs.update(paths.get(key, "") for key in ("include", "platinclude", "stdlib", "purelib"))
     dirs.update({sys.prefix, sys.base_prefix, sys.exec_prefix, "/usr", "/opt"})
     dirs.update(h for h in (_me.MUSA_HOME, _me.MUDNN_HOME, _torch_cpp.CUDA_HOME) if h)
+    # The stable-ABI kit's headers are MUSA-ready already and defer to torch's by include path.
+    dirs.add(stable_kit.include_dir())
     return sorted(os.path.abspath(d) for d in dirs if d)
 
 

@@ -140,6 +140,26 @@ class BuildExtension(_me.BuildExtension):
         with musa_arch_env():
             super().build_extensions()
 
+    def _port_directory(self, directory: Union[str, "os.PathLike[str]"]) -> str:
+        # The published adapter's private helper, which projects call directly (Mooncake's JIT
+        # loader, on an instance made by object.__new__): kept with its meaning, a directory
+        # ported for a build, but never in place. The ported copy is ``<directory>_musa`` (the
+        # name torch_musa's own porting gives it), made or brought up to date; its path is
+        # returned and the porter's report is written into it.
+        from ..porting import port_tree
+
+        src = os.path.abspath(os.fspath(directory)).rstrip(os.sep)
+        if not os.path.isdir(src):
+            raise NotADirectoryError(
+                f"BuildExtension._port_directory({os.fspath(directory)!r}): not a directory. "
+                "Pass the directory of CUDA sources to port; to build, pass the sources to "
+                "torch.utils.cpp_extension.load() or CUDAExtension, which port them themselves."
+            )
+        out = src + "_musa"
+        report = port_tree(src, out)
+        publish(os.path.basename(src), report, Path(out), verbose=False)
+        return out
+
     def _port_extension(self, ext: Any, out: Path) -> None:
         if not hasattr(ext, _STATE_ATTR):
             # A plain setuptools.Extension with CUDA sources: translate its settings (new objects

@@ -2,7 +2,8 @@
 device from torch.cuda.is_available(), the NCCL group, initialize_model_parallel, and a
 column-parallel / row-parallel MLP whose shards are cut from one full MLP. After a few SGD steps
 on a fixed batch, each rank's shards are gathered and compared with the same full MLP trained on
-the CPU in this process. Rank 0 prints one JSON line."""
+the CPU in this process. Megatron's StragglerDetector times the steps and reports (its tensors go
+on the device the backend name picks). Rank 0 prints one JSON line."""
 
 import json
 import os
@@ -82,15 +83,22 @@ def main():
     opt = torch.optim.SGD(params, lr=LR)
     x, y = batch()
     x, y = x.to(device), y.to(device)
+    from megatron.core.utils import StragglerDetector
+
+    stimer = StragglerDetector()
+    port = int(os.environ["MASTER_PORT"]) + 1  # its controller's (rank 0); taken: a warning
+    stimer.configure(dist.get_world_size(), dist.get_rank(), port=port, enabled=True)
     losses = []
     for _ in range(STEPS):
-        hidden, _ = fc1(x)
-        out, _ = fc2(torch.nn.functional.gelu(hidden))
-        loss = torch.nn.functional.mse_loss(out, y)
+        with stimer:
+            hidden, _ = fc1(x)
+            out, _ = fc2(torch.nn.functional.gelu(hidden))
+            loss = torch.nn.functional.mse_loss(out, y)
         opt.zero_grad()
         loss.backward()
         opt.step()
         losses.append(loss.item())
+    straggler = [stimer.report(total_flops=1e9, log_interval=STEPS), str(stimer.dev)]
 
     group = parallel_state.get_tensor_model_parallel_group()
 
@@ -114,6 +122,7 @@ def main():
                     "is_available": torch.cuda.is_available(),
                     "tp": tp,
                     "backend": dist.get_backend(),
+                    "straggler": straggler,
                     "weight_device": str(fc1.weight.device),
                     "output_device": str(out.device),
                     "losses": losses,
