@@ -54,6 +54,7 @@ def collect() -> Dict[str, Any]:
                 "index": i,
                 "name": musa.get_device_name(i),
                 "capability": list(musa.get_device_capability(i)),
+                "cuda_capability": list(_cuda_capability(musa.get_device_capability(i))),
             }
             for i in range(count)
         ]
@@ -62,6 +63,7 @@ def collect() -> Dict[str, Any]:
     info["native_library"] = state() if callable(state) else "not loaded"
     info["cache"] = _cache_state()
     info["cuda_available"] = _cuda_available(info)
+    info["cuda_capability"] = _capability_in_force(info)
     info["backend_name"] = _backend_name(info)
     info["op_overrides"] = _op_overrides(info)
     info["telemetry"] = _telemetry()
@@ -100,6 +102,31 @@ def _cuda_available(info: Dict[str, Any]) -> Dict[str, Any]:
             "(--no-cuda-available), as the published torchada answers"
         )
     return {"answer": bool(torch.cuda.is_available()), "why": why}
+
+
+def _cuda_capability(musa: Any) -> Any:
+    from ._cuda.capability import cuda_capability
+
+    return cuda_capability(tuple(musa))
+
+
+def _capability_in_force(info: Dict[str, Any]) -> Dict[str, Any]:
+    """Which capability ``torch.cuda.get_device_capability()`` answers here (the CUDA one or
+    MUSA's own), and why."""
+    from ._cuda.capability import SWITCH, answers_for_cuda
+
+    raw = os.environ.get(SWITCH)
+    if info["platform"] != "musa" or not info["enabled"]:
+        return {"in_force": "torch", "why": "torch's own: torchada is not active on MUSA here"}
+    if answers_for_cuda():
+        why = "the CUDA capability with the board's features (tables/cuda_capability.json): "
+        why += f"{SWITCH}={raw}" if raw else "the default"
+        why += "; MUSA's own inside the NVIDIA-only capability callers (tables/nvidia_callers.json)"
+        return {"in_force": "cuda", "why": why}
+    return {
+        "in_force": "musa",
+        "why": f"torch_musa's own: {SWITCH}={raw}, as the published torchada answers",
+    }
 
 
 def _backend_name(info: Dict[str, Any]) -> Dict[str, Any]:
@@ -217,13 +244,16 @@ def render(info: Dict[str, Any]) -> str:
             else "not loaded"
         ),
     ]
+    in_force = info["cuda_capability"]["in_force"]
     for dev in info.get("devices", []):
+        musa, cuda_cap = dev["capability"], dev["cuda_capability"]
         lines.append(
-            f"  musa:{dev['index']}      {dev['name']} (capability "
-            f"{dev['capability'][0]}.{dev['capability'][1]})"
+            f"  musa:{dev['index']}      {dev['name']} (capability {musa[0]}.{musa[1]}, "
+            f"CUDA {cuda_cap[0]}.{cuda_cap[1]}; {in_force} in force)"
         )
     cuda = info["cuda_available"]
     lines.append(f"cuda avail.   {cuda['answer']}  ({cuda['why']})")
+    lines.append(f"capability    {in_force}  ({info['cuda_capability']['why']})")
     name = info["backend_name"]
     lines.append(f"nccl group    get_backend() is {name['answer']!r}  ({name['why']})")
     lines.append(f"native lib    {info['native_library']}")

@@ -88,6 +88,9 @@ def test_doctor_reports_simulator_and_devices(py):
     assert info["torch_musa"].startswith("2.7.1+")
     # CUDA_VISIBLE_DEVICES=0 selects one of the two simulated devices (MUSA_VISIBLE_DEVICES=0).
     assert [d["name"] for d in info["devices"]] == ["MTT S5000"]
+    # Both capabilities: torch_musa's, and the CUDA one CUDA code is told (in force by default).
+    assert [(d["capability"], d["cuda_capability"]) for d in info["devices"]] == [([3, 1], [9, 0])]
+    assert info["cuda_capability"]["in_force"] == "cuda"
     assert not any("VISIBLE_DEVICES" in w for w in info["warnings"])
 
 

@@ -49,14 +49,15 @@ def test_tables_are_read_together_except_the_switches(tmp_path, monkeypatch):
         assert [s.name for s in _tables.load("switches").switches][:1]
         assert parsed == ["switches"]
         assert _tables.load("torch_cuda").modules["torch.cuda"].names["CUDAGraph"].to == "MUSAGraph"
-        alone = {"switches", "nvidia_callers"}
-        assert sorted(parsed) == sorted(set(_tables.SCHEMAS) - {"nvidia_callers"})
+        alone = {"switches", "nvidia_callers", "cuda_capability"}
+        assert sorted(parsed) == sorted(set(_tables.SCHEMAS) - alone | {"switches"})
         assert _tables.load("libraries.json") is _tables.load("libraries")
         assert _tables.load("nvidia_callers").callers is not None
+        assert _tables.load("cuda_capability").architectures  # when a capability is first asked
         assert sorted(parsed) == sorted(_tables.SCHEMAS)
         assert set(_tables._ON_THEIR_OWN) == alone
         cached = sorted(p.name.split("-")[0] for p in (tmp_path / "derived").iterdir())
-        assert cached == ["table", "table", "tables"]
+        assert cached == ["table", "table", "table", "tables"]
         with pytest.raises(TableError, match="no_such_table"):
             _tables.load("no_such_table")
     finally:

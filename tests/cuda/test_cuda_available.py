@@ -19,7 +19,9 @@ from torchada._core import tables as _tables
 from torchada._cuda import available as _available
 from torchada._cuda.redirect import original_module
 
-ROWS = [r for r in _tables.load("nvidia_callers").callers if "is_available" in r.questions]
+ALL_ROWS = _tables.load("nvidia_callers").callers
+ROWS = [r for r in ALL_ROWS if "is_available" in r.questions]
+CAPABILITY_ROWS = [r for r in ALL_ROWS if "capability" in r.questions]
 FOR_MUSA = _available.answers_for_musa()
 
 pytestmark = pytest.mark.usefixtures("torchada_on")
@@ -28,14 +30,15 @@ pytestmark = pytest.mark.usefixtures("torchada_on")
 ASK = "torch.cuda.is_available()"
 
 
-def _asker(module: str, function: str, depth: int):
-    """A callable whose frame ``depth`` frames above torch.cuda.is_available() is ``function``
-    of ``module`` (``"<module>"``: module-level code), as the library's own code would be."""
+def _asker(module: str, function: str, depth: int, ask: str = ASK):
+    """A callable whose frame ``depth`` frames above ``ask`` (torch.cuda.is_available()) is
+    ``function`` of ``module`` (``"<module>"``: module-level code), as the library's own code
+    would be."""
     helpers = "".join(
-        f"def _helper{i}():\n    return {f'_helper{i + 1}()' if i + 1 < depth else ASK}\n"
+        f"def _helper{i}():\n    return {f'_helper{i + 1}()' if i + 1 < depth else ask}\n"
         for i in range(1, depth)
     )
-    call = "_helper1()" if depth > 1 else ASK
+    call = "_helper1()" if depth > 1 else ask
     if function == "<module>":
         source = f"{helpers}answer = {call}\n"
         return lambda: _exec(source, module)["answer"]
@@ -75,6 +78,34 @@ def test_each_nvidia_caller_gets_torchs_own_answer(row):
     if row.depth < 4:  # one frame further away, the row no longer applies
         assert _asker(row.module, row.function, row.depth + 1)() is FOR_MUSA
     assert _asker(row.module + "_elsewhere", row.function, 1)() is FOR_MUSA
+
+
+CAPABILITY_ASKS = {
+    "capability": "torch.cuda.get_device_capability()",
+    "properties": "torch.cuda.get_device_properties(0).major",
+    "arch_list": "torch.cuda.get_arch_list()",
+}
+
+
+@pytest.mark.parametrize(
+    "row", CAPABILITY_ROWS, ids=[f"{r.module}:{r.function}" for r in CAPABILITY_ROWS]
+)
+@pytest.mark.parametrize("ask", sorted(CAPABILITY_ASKS))
+def test_each_capability_caller_gets_musas_own_numbers(row, ask):
+    from torchada._cuda.capability import answers_for_cuda, cuda_arch_list, cuda_capability
+
+    musa = torch.musa.get_device_capability()  # (2, 2) here; CUDA code is told (8, 0)
+    told = cuda_capability(musa) if answers_for_cuda() else musa
+    if ask == "properties":
+        musa, told = musa[0], told[0]
+    elif ask == "arch_list":
+        musa = torch.musa.get_arch_list()
+        told = cuda_arch_list(musa) if answers_for_cuda() else musa
+    code = CAPABILITY_ASKS[ask]
+    assert _asker(row.module, row.function, row.depth, code)() == musa
+    if row.depth < 4:
+        assert _asker(row.module, row.function, row.depth + 1, code)() == told
+    assert _asker(row.module + "_elsewhere", row.function, 1, code)() == told
 
 
 def test_a_caller_elsewhere_gets_the_devices_answer():

@@ -42,26 +42,57 @@ needs_megatron = pytest.mark.skipif(
 )
 
 
+def _check_deepspeed_run(r: dict) -> None:
+    dtype = r["dtype"]
+    # DeepSpeed chose its CUDA accelerator by itself, and the ranks ran on their own devices.
+    assert r["is_available"] is True and r["accelerator"] == "cuda", r
+    assert r["engine_device"] == "cuda:0" and r["output_devices"] == ["musa:0", "musa:1"], r
+    # fp16 needs major >= 7: the S4000 is told the CUDA capability with its features, 8.0.
+    assert r["capability"] == [8, 0] and r["fp16_supported"] is True, r
+    dtypes = {"fp32": "torch.float32", "bf16": "torch.bfloat16", "fp16": "torch.float16"}
+    assert r["param_dtype"] == dtypes[dtype], r
+    assert decreasing(r["losses"]), r
+    loss_diff = max(abs(a - b) for a, b in zip(r["losses"], r["cpu_losses"]))
+    if dtype == "fp32":  # the same arithmetic as the CPU's full-batch AdamW
+        assert r["max_weight_diff_vs_cpu"] <= 1e-6 and loss_diff <= 1e-6, r
+    elif (
+        dtype == "bf16"
+    ):  # per-rank bfloat16 gradients round differently from a full-batch backward
+        assert r["max_weight_diff_vs_cpu"] <= 2e-2 and loss_diff <= 5e-3, r
+        if r["max_master_diff_vs_cpu"] is not None:
+            assert r["max_master_diff_vs_cpu"] <= 2e-2, r
+    else:  # against the float32 CPU run: AdamW moves a weight by up to lr (1e-2) a step however
+        # small its gradient, so a float16-rounded gradient near zero can cost a step or two
+        assert r["max_weight_diff_vs_cpu"] <= 2.5e-2 and loss_diff <= 1e-3, r
+        if r["max_master_diff_vs_cpu"] is not None:
+            assert r["max_master_diff_vs_cpu"] <= 2.5e-2, r
+
+
 @needs_deepspeed
-def test_deepspeed_zero_1_2_3_fp32_and_bf16_train_on_both_devices(cuda_program, tmp_path):
+def test_deepspeed_zero_1_2_3_fp32_bf16_and_fp16_train_on_both_devices(cuda_program, tmp_path):
     prog = os.path.join(PROGRAMS, "deepspeed_zero_cuda.py")
     out = program_result(cuda_program("import", prog, workdir=tmp_path, torchrun=True))
     assert out["device"] == "cuda"
     runs = {(r["stage"], r["dtype"]): r for r in out["runs"]}
-    assert set(runs) == {(s, d) for s in (1, 2, 3) for d in ("fp32", "bf16")}
-    for (_stage, dtype), r in runs.items():
-        # DeepSpeed chose its CUDA accelerator by itself, and the ranks ran on their own devices.
-        assert r["is_available"] is True and r["accelerator"] == "cuda", r
-        assert r["engine_device"] == "cuda:0" and r["output_devices"] == ["musa:0", "musa:1"], r
-        assert r["param_dtype"] == ("torch.bfloat16" if dtype == "bf16" else "torch.float32"), r
-        assert decreasing(r["losses"]), r
-        loss_diff = max(abs(a - b) for a, b in zip(r["losses"], r["cpu_losses"]))
-        if dtype == "fp32":  # the same arithmetic as the CPU's full-batch AdamW
-            assert r["max_weight_diff_vs_cpu"] <= 1e-6 and loss_diff <= 1e-6, r
-        else:  # per-rank bfloat16 gradients round differently from a full-batch backward
-            assert r["max_weight_diff_vs_cpu"] <= 2e-2 and loss_diff <= 5e-3, r
-            if r["max_master_diff_vs_cpu"] is not None:
-                assert r["max_master_diff_vs_cpu"] <= 2e-2, r
+    assert set(runs) == {(s, d) for s in (1, 2, 3) for d in ("fp32", "bf16", "fp16")}
+    for r in runs.values():
+        _check_deepspeed_run(r)
+
+
+@needs_deepspeed
+def test_deepspeed_zero_fp16_trains_through_the_runner(cuda_program, tmp_path):
+    # DeepSpeed's fp16 check asked the capability and got MUSA's 2.2: "Type fp16 is not supported
+    # on your device." The other way in, with the fp16 runs only.
+    prog = os.path.join(PROGRAMS, "deepspeed_zero_cuda.py")
+    runs = ["1:fp16", "2:fp16", "3:fp16"]
+    out = program_result(cuda_program("runner", prog, runs, workdir=tmp_path, torchrun=True))
+    assert [(r["stage"], r["dtype"]) for r in out["runs"]] == [
+        (1, "fp16"),
+        (2, "fp16"),
+        (3, "fp16"),
+    ]
+    for r in out["runs"]:
+        _check_deepspeed_run(r)
 
 
 NVML_PACKAGES = ("mthreads-ml-py", "nvidia-ml-py")

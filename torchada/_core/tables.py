@@ -587,6 +587,66 @@ class NvidiaCallerTable(Row):
     callers: Tuple[NvidiaCaller, ...] = column(_list_of(_row(NvidiaCaller)))
 
 
+# ------------------------------------------------------------------ compute capability
+_CAPABILITY_TEXT = re.compile(r"(\d+)\.(\d+)\Z")
+
+
+def _capability(value: Any, at: _At) -> Tuple[int, int]:
+    match = _CAPABILITY_TEXT.match(value) if isinstance(value, str) else None
+    if match is None:
+        raise at.error(f'must be a capability written major.minor ("8.0"), not {json.dumps(value)}')
+    return int(match.group(1)), int(match.group(2))
+
+
+@record
+class ArchFeatures(Row):
+    """What decides an architecture's CUDA capability (cuda_capability.json)."""
+
+    fp16: bool = column(_BOOL)
+    bf16: bool = column(_BOOL)
+    tf32: bool = column(_BOOL)
+    fp8: bool = column(_BOOL)
+    tensor_cores: str = column(_name)
+
+
+@record
+class ArchCapability(Row):
+    """A MUSA architecture and the CUDA capability CUDA code is told (cuda_capability.json)."""
+
+    musa: Tuple[int, int] = column(_capability)
+    arch: str = column(_name)  # the compiler's name, mp_22
+    name: str = column(_name)
+    boards: Tuple[str, ...] = column(_list_of(_name))
+    cuda: Tuple[int, int] = column(_capability)
+    features: ArchFeatures = column(_row(ArchFeatures))
+    exact: bool = column(_BOOL)
+    note: str = column(_name)
+    sources: Tuple[str, ...] = column(_list_of(_name))
+
+    @classmethod
+    def _label(cls, raw: Mapping[str, Any]) -> str:
+        return str(raw.get("arch", ""))
+
+    def _check(self, at: _At) -> "ArchCapability":
+        if self.arch != "mp_%d%d" % self.musa:
+            raise at.child("arch").error(f"{self.arch!r} is not the architecture of {self.musa}")
+        if not self.sources:
+            raise at.child("sources").error("is empty: name where the features are documented")
+        return self
+
+
+@record
+class CapabilityTable(Row):
+    doc: str = column(_STR, key="_doc")
+    architectures: Tuple[ArchCapability, ...] = column(_list_of(_row(ArchCapability)))
+
+    def _check(self, at: _At) -> "CapabilityTable":
+        musa = [row.musa for row in self.architectures]
+        if musa != sorted(set(musa)):
+            raise at.child("architectures").error("must list each architecture once, oldest first")
+        return self
+
+
 # ------------------------------------------------------------------ loading
 #: The schema of each table, by file stem.
 SCHEMAS: Dict[str, Type[Row]] = {
@@ -601,6 +661,7 @@ SCHEMAS: Dict[str, Type[Row]] = {
     "cuda_build": BuildTable,
     "libraries": LibraryTable,
     "nvidia_callers": NvidiaCallerTable,
+    "cuda_capability": CapabilityTable,
 }
 
 
@@ -628,8 +689,9 @@ def _load(stem: str) -> Any:
 
 #: Tables read on their own: the switches are read wherever an environment variable of ours is
 #: (the command line, the simulator), where the others are not needed; the NVIDIA-only callers
-#: when a program first asks torch.cuda.is_available(), not at activation.
-_ON_THEIR_OWN = ("switches", "nvidia_callers")
+#: when a program first asks torch.cuda.is_available(), not at activation; the capabilities when
+#: it first asks for one.
+_ON_THEIR_OWN = ("switches", "nvidia_callers", "cuda_capability")
 #: The rest are read together: activation reads nearly all of them, and each cached file costs
 #: more to find and open than its contents cost to read.
 _TOGETHER = tuple(stem for stem in SCHEMAS if stem not in _ON_THEIR_OWN)

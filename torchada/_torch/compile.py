@@ -8,7 +8,8 @@ Inductor eagerly would cost seconds), or at once if it already is:
   the context managers it knows; torch_musa's is registered with it (unless Dynamo, imported
   while torchada was on, already took it for CUDA's). Likewise ``torch.cuda.current_device()``,
   ``is_initialized()``, ``get_device_properties()`` and ``is_available()`` (torch_musa's
-  functions) are folded into constants as CUDA's are, instead of being traced into; so are the
+  functions) are folded into constants as CUDA's are, instead of being traced into, and so are
+  torchada's ``is_available()``, ``get_device_capability()`` and ``get_arch_list()``; so are the
   C autocast-state queries that torch_musa's and torchada's ``torch.is_autocast_enabled``
   wrappers end in.
 * Inductor's cache key asks ``torch.cuda.get_device_properties()`` for ``gcnArchName`` whenever
@@ -123,14 +124,20 @@ _FOLDED = {
 _FOLDED_C = ("is_autocast_enabled", "get_autocast_dtype", "get_autocast_gpu_dtype")
 
 
+# torch.cuda functions torchada serves by looking at the caller's frame, which Dynamo cannot
+# trace: torchada._cuda.available and torchada._cuda.capability.
+_SERVED = ("is_available", "get_device_capability", "get_arch_list")
+
+
 def _folded_entries() -> list[tuple[Any, bool]]:
     """(function, guarded) for each function Dynamo is to evaluate at trace time: torch_musa's
-    counterparts of _FOLDED, and torchada's own torch.cuda.is_available
-    (torchada._cuda.available), which looks at its caller's frame, which Dynamo cannot trace."""
+    counterparts of _FOLDED, and torchada's own torch.cuda functions of _SERVED (as served,
+    through the device-argument wrapper where there is one)."""
     entries = [(getattr(torch.musa, name, None), guarded) for name, guarded in _FOLDED.items()]
-    served = getattr(torch.cuda, "is_available", None)
-    if hasattr(served, "__torchada_musa__"):
-        entries.append((served, False))
+    for name in _SERVED:
+        served = getattr(torch.cuda, name, None)
+        if hasattr(getattr(served, "__torchada_wrapped__", served), "__torchada_musa__"):
+            entries.append((served, False))
     return [(fn, guarded) for fn, guarded in entries if fn is not None]
 
 

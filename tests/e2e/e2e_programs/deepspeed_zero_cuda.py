@@ -1,10 +1,11 @@
-"""DeepSpeed ZeRO (stages 1, 2 and 3; float32 and bfloat16) on two ranks, written the way CUDA
-DeepSpeed scripts are: the device comes from torch.cuda.is_available() and DeepSpeed picks its
-accelerator by itself. Each rank trains on its half of a fixed batch; the result is checked
-against the same model trained on the CPU in this process on the whole batch (data parallel with
-averaged gradients is full-batch training). Every run is one engine in the same process group;
-argv may name the runs ("1:fp32 3:bf16"), all six by default. Rank 0 prints one JSON line with
-a result per run."""
+"""DeepSpeed ZeRO (stages 1, 2 and 3; float32, bfloat16 and float16) on two ranks, written the
+way CUDA DeepSpeed scripts are: the device comes from torch.cuda.is_available() and DeepSpeed
+picks its accelerator by itself. Each rank trains on its half of a fixed batch; the result is
+checked against the same model trained on the CPU in this process on the whole batch (data
+parallel with averaged gradients is full-batch training). Every run is one engine in the same
+process group; argv may name the runs ("1:fp32 3:bf16"), all nine by default. DeepSpeed allows
+float16 only where the compute capability's major is 7 or more; it is checked against the float32
+CPU run. Rank 0 prints one JSON line with a result per run."""
 
 import json
 import os
@@ -57,12 +58,13 @@ def train(stage, dtype_name):
     from deepspeed.accelerator import get_accelerator
 
     rank, world = dist.get_rank(), dist.get_world_size()
-    dtype = torch.bfloat16 if dtype_name == "bf16" else torch.float32
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(dtype_name, torch.float32)
     config = {
         "train_micro_batch_size_per_gpu": 16 // world,
         "gradient_accumulation_steps": 1,
         "zero_optimization": {"stage": stage},
         "bf16": {"enabled": dtype_name == "bf16"},
+        "fp16": {"enabled": dtype_name == "fp16"},
         "steps_per_print": 10**6,
     }
     net = make_model()
@@ -87,9 +89,9 @@ def train(stage, dtype_name):
             weights = {k: v.detach().float().cpu().clone() for k, v in state.items()}
     else:
         weights = {k: v.detach().float().cpu() for k, v in engine.module.state_dict().items()}
-    # bf16: compare the optimizer's float32 master weights where the engine exposes them.
+    # bf16, fp16: compare the optimizer's float32 master weights where the engine exposes them.
     master = None
-    if dtype_name == "bf16" and stage < 3:
+    if dtype_name != "fp32" and stage < 3:
         from deepspeed.utils import safe_get_full_fp32_param
 
         named = engine.module.named_parameters()
@@ -98,7 +100,7 @@ def train(stage, dtype_name):
     dist.all_gather_object(every_rank, sorted(devices))
     result = None
     if rank == 0:
-        ref, ref_losses = cpu_reference(dtype)
+        ref, ref_losses = cpu_reference(torch.float32 if dtype_name == "fp16" else dtype)
         diff = max((weights[k] - ref[k]).abs().max().item() for k in ref)
         mdiff = None
         if master is not None:
@@ -108,6 +110,8 @@ def train(stage, dtype_name):
             "dtype": dtype_name,
             "is_available": torch.cuda.is_available(),
             "accelerator": get_accelerator()._name,
+            "capability": list(torch.cuda.get_device_capability()),
+            "fp16_supported": get_accelerator().is_fp16_supported(),
             "engine_device": str(engine.device),
             "output_devices": sorted(d for ds in every_rank for d in ds),
             "param_dtype": str(next(engine.module.parameters()).dtype),
@@ -125,7 +129,8 @@ def train(stage, dtype_name):
 def main():
     import deepspeed
 
-    everything = [(stage, dtype) for stage in ("1", "2", "3") for dtype in ("fp32", "bf16")]
+    dtypes = ("fp32", "bf16", "fp16")
+    everything = [(stage, dtype) for stage in ("1", "2", "3") for dtype in dtypes]
     # The deepspeed launcher adds --local_rank=N; torchrun passes LOCAL_RANK in the environment.
     runs = [a.split(":") for a in sys.argv[1:] if ":" in a] or everything
     device = "cuda" if torch.cuda.is_available() else "cpu"
