@@ -94,12 +94,22 @@ def stats() -> Dict[str, Any]:
     """
     state = _state
     if state is None:
-        return {"on": False, "cap": None, "live": 0, "captured": 0, "evicted": 0,
-                "reinstantiated": 0}
+        return {
+            "on": False,
+            "cap": None,
+            "live": 0,
+            "captured": 0,
+            "evicted": 0,
+            "reinstantiated": 0,
+        }
     with state.lock:
         _drop_dead(state)
-        return {"on": state.failed is None, "cap": state.cap, "live": len(state.live),
-                **state.counts}
+        return {
+            "on": state.failed is None,
+            "cap": state.cap,
+            "live": len(state.live),
+            **state.counts,
+        }
 
 
 # ---------------------------------------------------------------- the C++ object and libmusart
@@ -114,7 +124,11 @@ def _runtime(state: _State) -> Any:
         folder = musa_library_dir()
         lib = ctypes.CDLL(os.path.join(folder, "libmusart.so") if folder else "libmusart.so")
         lib.musaGraphInstantiate.argtypes = [
-            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_size_t,
         ]
         lib.musaGraphExecDestroy.argtypes = [ctypes.c_void_p]
         lib.musaGetErrorString.restype = ctypes.c_char_p
