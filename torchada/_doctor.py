@@ -64,6 +64,7 @@ def collect() -> Dict[str, Any]:
     info["cuda_available"] = _cuda_available(info)
     info["op_overrides"] = _op_overrides(info)
     info["telemetry"] = _telemetry()
+    info["graph_rotation"] = _graph_rotation(info)
     info["left_out"] = left_out_pieces()
     info["warnings"] = warnings_for(info)
     return info
@@ -99,6 +100,15 @@ def _cuda_available(info: Dict[str, Any]) -> Dict[str, Any]:
             "(--no-cuda-available), as the published torchada answers"
         )
     return {"answer": bool(torch.cuda.is_available()), "why": why}
+
+
+def _graph_rotation(info: Dict[str, Any]) -> Dict[str, Any]:
+    """CUDA graph executable rotation: on or off, its cap, and what it did in this process."""
+    rotation = sys.modules.get("torchada._cuda.graph_rotation")
+    if rotation is not None and rotation.stats()["cap"] is not None:
+        return rotation.stats()
+    why = "torchada off" if not info["enabled"] else "TORCHADA_GRAPH_ROTATION=0"
+    return {"on": False, "why": why}
 
 
 def _telemetry() -> Dict[str, Any]:
@@ -226,6 +236,15 @@ def render(info: Dict[str, Any]) -> str:
             + ", pymtml "
             + (tele["pymtml"] or "not found (pip install mthreads-ml-py)")
         )
+    graphs = info.get("graph_rotation") or {}
+    if graphs.get("on"):
+        lines.append(
+            f"cuda graphs   rotation on, cap {graphs['cap']} live executables "
+            f"(TORCHADA_GRAPH_EXEC_CAP): {graphs['live']} live, {graphs['captured']} captured, "
+            f"{graphs['evicted']} evicted, {graphs['reinstantiated']} re-instantiated"
+        )
+    elif graphs:
+        lines.append(f"cuda graphs   rotation off ({graphs.get('why', 'not available here')})")
     if info["switches"]:
         lines.append("environment   " + ", ".join(f"{k}={v}" for k, v in info["switches"].items()))
     if info["switches_off"]:
