@@ -314,21 +314,33 @@ SIM_API musaError_t musaHostUnregister(void* ptr) {
   return musaSuccess;
 }
 
+/* Streams, events and graphs are tagged host records (the tag leads each struct): made and freed
+ * here, so a handle of the wrong kind, or one already destroyed, is refused. */
+static void* tagged_new(size_t size, unsigned tag) {
+  unsigned* record = calloc(1, size);
+  if (record != NULL) *record = tag;
+  return record;
+}
+
+static int tagged_free(void* handle, unsigned tag) {
+  unsigned* record = handle;
+  if (record == NULL || *record != tag) return 0;
+  *record = 0;
+  free(record);
+  return 1;
+}
+
 SIM_API musaError_t musaStreamCreate(musaStream_t* stream) {
   CHECK(stream != NULL, musaErrorInvalidValue);
-  sim_stream* s = malloc(sizeof *s);
+  sim_stream* s = tagged_new(sizeof *s, SIM_STREAM_TAG);
   CHECK(s != NULL, musaErrorMemoryAllocation);
-  s->tag = SIM_STREAM_TAG;
   s->device = t_device;
   *stream = (musaStream_t)s;
   return musaSuccess;
 }
 
 SIM_API musaError_t musaStreamDestroy(musaStream_t stream) {
-  sim_stream* s = (sim_stream*)stream;
-  CHECK(s != NULL && s->tag == SIM_STREAM_TAG, musaErrorInvalidResourceHandle);
-  s->tag = 0;
-  free(s);
+  CHECK(tagged_free(stream, SIM_STREAM_TAG), musaErrorInvalidResourceHandle);
   return musaSuccess;
 }
 
@@ -441,18 +453,14 @@ static long graph_exec_limit(void) {
 
 SIM_API musaError_t musaGraphCreate(musaGraph_t* graph, unsigned int flags) {
   CHECK(graph != NULL && flags == 0, musaErrorInvalidValue);
-  sim_graph* g = malloc(sizeof *g);
+  sim_graph* g = tagged_new(sizeof *g, SIM_GRAPH_TAG);
   CHECK(g != NULL, musaErrorMemoryAllocation);
-  g->tag = SIM_GRAPH_TAG;
   *graph = (musaGraph_t)g;
   return musaSuccess;
 }
 
 SIM_API musaError_t musaGraphDestroy(musaGraph_t graph) {
-  sim_graph* g = (sim_graph*)graph;
-  CHECK(g != NULL && g->tag == SIM_GRAPH_TAG, musaErrorInvalidValue);
-  g->tag = 0;
-  free(g);
+  CHECK(tagged_free(graph, SIM_GRAPH_TAG), musaErrorInvalidValue);
   return musaSuccess;
 }
 
@@ -470,24 +478,20 @@ SIM_API musaError_t musaGraphInstantiate(musaGraphExec_t* exec, musaGraph_t grap
   if (!full) g_live_graph_execs++;
   pthread_mutex_unlock(&g_lock);
   CHECK(!full, musaErrorMemoryAllocation);
-  sim_graph_exec* x = malloc(sizeof *x);
+  sim_graph_exec* x = tagged_new(sizeof *x, SIM_GRAPH_EXEC_TAG);
   if (x == NULL) {
     pthread_mutex_lock(&g_lock);
     g_live_graph_execs--;
     pthread_mutex_unlock(&g_lock);
     return fail(musaErrorMemoryAllocation);
   }
-  x->tag = SIM_GRAPH_EXEC_TAG;
   x->graph = g;
   *exec = (musaGraphExec_t)x;
   return musaSuccess;
 }
 
 SIM_API musaError_t musaGraphExecDestroy(musaGraphExec_t exec) {
-  sim_graph_exec* x = (sim_graph_exec*)exec;
-  CHECK(x != NULL && x->tag == SIM_GRAPH_EXEC_TAG, musaErrorInvalidValue);
-  x->tag = 0;
-  free(x);
+  CHECK(tagged_free(exec, SIM_GRAPH_EXEC_TAG), musaErrorInvalidValue);
   pthread_mutex_lock(&g_lock);
   g_live_graph_execs--;
   pthread_mutex_unlock(&g_lock);
