@@ -13,7 +13,7 @@ import threading
 import pytest
 import torch
 
-from tests.conftest import program_result
+from tests.conftest import program_result, run_python
 
 PROGRAMS = os.path.join(os.path.dirname(__file__), "e2e_programs")
 PIECEWISE = os.path.join(PROGRAMS, "piecewise_graphs_cuda.py")
@@ -42,6 +42,49 @@ def test_without_rotation_capture_fails_as_on_the_driver(cuda_program, tmp_path)
     # torch_musa's capture_end: musaGraphInstantiate failed, reported by its C10_MUSA_CHECK.
     assert "in capture_end" in r.stderr
     assert "RuntimeError: MUSA error: out of memory\nMUSA kernel errors might be" in r.stderr
+
+
+_DRIVER_LIMIT = """
+import gc, warnings, torch
+from torchada import _simulator
+musa = _simulator.activate()
+x = torch.ones(2, device="musa")
+
+def capture():
+    g = musa.MUSAGraph()
+    with musa.graph(g):
+        x * 2
+    return g
+
+graphs = [capture() for _ in range(3)]
+try:
+    capture()
+except RuntimeError as e:
+    print("refused:", str(e).splitlines()[0])
+graphs[0].reinstantiate_graph()  # destroys, then instantiates: still 3 live
+try:
+    capture()
+except RuntimeError:
+    print("still full")
+graphs[0].reset()  # frees its executable
+graphs[0] = capture()
+del graphs[1]; gc.collect()  # so does the destructor
+graphs.append(capture())
+print("reused")
+"""
+
+
+def test_simulated_driver_counts_live_executables():
+    # torch_musa alone: capture_end instantiates; reset() and the destructor free.
+    r = run_python(_DRIVER_LIMIT, env={"TORCHADA_SIM_GRAPH_EXEC_LIMIT": "3"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split("\n")[:3] == [
+        "refused: MUSA error: out of memory",
+        "still full",
+        "reused",
+    ]
+    r = run_python(_DRIVER_LIMIT, env={"TORCHADA_SIM_GRAPH_EXEC_LIMIT": "abc"})
+    assert "TORCHADA_SIM_GRAPH_EXEC_LIMIT='abc' is not valid: use a whole number" in r.stderr
 
 
 @pytest.mark.slow
@@ -160,3 +203,24 @@ def test_cap_setting_refuses_bad_values(monkeypatch):
         graph_rotation.cap_setting()
     monkeypatch.setenv("TORCHADA_GRAPH_EXEC_CAP", "64")
     assert graph_rotation.cap_setting() == 64
+
+
+def test_disable_gives_evicted_graphs_their_executables_back():
+    code = """
+import torch, torchada
+x = torch.ones(4, device="cuda")
+graphs = []
+for i in range(10):
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = x + i
+    graphs.append((g, y))
+torchada.disable()  # torch_musa's own replay again, for all ten
+x.fill_(2)
+for i, (g, y) in enumerate(graphs):
+    g.replay()
+    assert y[0].item() == 2 + i, (i, y)
+print("ok")
+"""
+    r = run_python(code, env={"TORCHADA_SIMULATE": "1", "TORCHADA_GRAPH_EXEC_CAP": "4"})
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-3000:]

@@ -359,7 +359,19 @@ def install(patcher: "Patcher") -> None:
     _state = state
 
     def forget() -> None:
+        # torch_musa's methods are back: every graph still alive gets its executable again.
         global _state
+        with state.lock:
+            _drop_dead(state)
+            try:
+                for entry in state.entries.values():
+                    if entry.evicted and entry.ref() is not None:
+                        _instantiate(state, entry)
+            except RuntimeError as e:
+                warn_once(
+                    "graph_rotation_undo",
+                    f"torchada.disable(): {e}; graphs left evicted " "raise on replay",
+                )
         _state = None
 
     patcher.on_undo(forget)
