@@ -78,6 +78,7 @@ SUBSYSTEMS: Dict[str, str] = {
     "custom_ops": "torchada._ops.custom_ops",
     "backends": "torchada._torch.backends",
     "accelerator": "torchada._torch.accelerator",
+    "graph_rotation": "torchada._cuda.graph_rotation",
     "compile": "torchada._torch.compile",
     "cpp_ops": "torchada._ops.overrides",
     "op_fills": "torchada._ops.aten_kernels",

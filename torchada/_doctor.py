@@ -67,6 +67,7 @@ def collect() -> Dict[str, Any]:
     info["backend_name"] = _backend_name(info)
     info["op_overrides"] = _op_overrides(info)
     info["telemetry"] = _telemetry()
+    info["graph_rotation"] = _graph_rotation(info)
     info["left_out"] = left_out_pieces()
     info["warnings"] = warnings_for(info)
     return info
@@ -145,6 +146,13 @@ def _backend_name(info: Dict[str, Any]) -> Dict[str, Any]:
     else:
         why = "torch's own answer: TORCHADA_DISABLE_BACKEND_NAME"
     return {"answer": "mccl", "why": why}
+def _graph_rotation(info: Dict[str, Any]) -> Dict[str, Any]:
+    """CUDA graph executable rotation: on or off, its cap, and what it did in this process."""
+    rotation = sys.modules.get("torchada._cuda.graph_rotation")
+    if rotation is not None and rotation.stats()["cap"] is not None:
+        return rotation.stats()
+    why = "torchada off" if not info["enabled"] else "TORCHADA_GRAPH_ROTATION=0"
+    return {"on": False, "why": why}
 
 
 def _telemetry() -> Dict[str, Any]:
@@ -277,6 +285,15 @@ def render(info: Dict[str, Any]) -> str:
             + ", pymtml "
             + (tele["pymtml"] or "not found (pip install mthreads-ml-py)")
         )
+    graphs = info.get("graph_rotation") or {}
+    if graphs.get("on"):
+        lines.append(
+            f"cuda graphs   rotation on, cap {graphs['cap']} live executables "
+            f"(TORCHADA_GRAPH_EXEC_CAP): {graphs['live']} live, {graphs['captured']} captured, "
+            f"{graphs['evicted']} evicted, {graphs['reinstantiated']} re-instantiated"
+        )
+    elif graphs:
+        lines.append(f"cuda graphs   rotation off ({graphs.get('why', 'not available here')})")
     if info["switches"]:
         lines.append("environment   " + ", ".join(f"{k}={v}" for k, v in info["switches"].items()))
     if info["switches_off"]:

@@ -111,11 +111,14 @@ void reset_accumulated(int device) {
   s.num_device_free.store(0);
 }
 
+void bind_graph(py::module& m);  // sim_graph.cpp
+
 }  // namespace torchada_sim
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   using namespace torchada_sim;
   m.def("_sim_configure", &configure);
+  bind_graph(m);
   m.def("_sim_register_process_group_mccl", &register_process_group_mccl);
   m.def("_musa_getDeviceCount", [] { return g_device_count; });
   m.def("_musa_getDevice", [] { return static_cast<int>(t_current_device); });

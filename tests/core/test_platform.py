@@ -37,6 +37,12 @@ def identities():
         "ctypes": id(sys.modules["ctypes"]),
         "Stream": id(torch.cuda.Stream),
         "CUDAGraph": id(torch.cuda.CUDAGraph),
+        "CUDAGraph.replay": id(torch.cuda.CUDAGraph.replay),
+        "get_device_capability": id(torch.cuda.get_device_capability),
+        "capability": torch.cuda.get_device_capability(),
+        "arch_list": torch.cuda.get_arch_list(),
+        "get_backend": id(dist.get_backend),
+        "ProcessGroup.name": id(dist.ProcessGroup.name),
         "Tensor.cuda": id(torch.Tensor.cuda),
         "Tensor.to": id(torch.Tensor.to),
         "empty": id(torch.empty),
@@ -139,7 +145,13 @@ def test_import_torchada_changes_no_object(tmp_path):
         maps = open("/proc/self/maps").read().split()
         cudart = next(p for p in maps if "/libcudart.so" in p)  # the runtime torch loaded
         lib = ctypes.CDLL(cudart)
+        try:  # nvidia-ml-py's own module, where it is installed; none where it is not
+            import pynvml
+            nvml = type(pynvml).__name__
+        except ImportError as err:
+            nvml = type(err).__name__
         print(json.dumps({"same": before == after, "before": before, "after": after,
+                          "pynvml": nvml,
                           "platform": torchada.detect_platform().value,
                           "cdll_type": type(lib).__name__,
                           "cudaMalloc": hasattr(lib, "cudaMalloc"),
@@ -150,6 +162,7 @@ def test_import_torchada_changes_no_object(tmp_path):
     assert out["platform"] == "cuda"
     assert out["cdll_type"] == "CDLL" and out["cudaMalloc"]
     assert out["cuda_home"]
+    assert out["pynvml"] in ("module", "ModuleNotFoundError")
 
 
 def test_import_torchada_loads_only_the_platform_check():

@@ -43,7 +43,8 @@ EXPORTS = {
         musaGetLastError musaPeekAtLastError musaGetErrorString musaHostRegister
         musaHostUnregister musaMallocHost musaFreeHost musaIpcGetMemHandle musaIpcOpenMemHandle
         musaIpcCloseMemHandle musaDriverGetVersion musaRuntimeGetVersion musaDeviceCanAccessPeer
-        musaDeviceEnablePeerAccess musaDeviceReset""",
+        musaDeviceEnablePeerAccess musaDeviceReset musaGraphCreate musaGraphDestroy
+        musaGraphInstantiate musaGraphExecDestroy musaGraphLaunch""",
     "libmusa.so": """muInit muDriverGetVersion muDeviceGet muDeviceGetCount muDeviceGetAttribute
         muDeviceGetName muGetErrorString muCtxGetCurrent muMemAlloc muMemFree muMemcpyHtoD
         muMemcpyDtoH""",

@@ -54,6 +54,8 @@ def read_config(environ: "os._Environ | dict | None" = None) -> SimConfig:
         or DEFAULT_BOARD
     )
     physical = whole_number("TORCHADA_SIM_DEVICES", env)
+    # Read by the simulated libmusart (musaGraphInstantiate); a bad value is refused here.
+    whole_number("TORCHADA_SIM_GRAPH_EXEC_LIMIT", env)
     visible_env = env.get("MUSA_VISIBLE_DEVICES")
     visible = (
         tuple(range(physical)) if visible_env is None else _parse_visible(visible_env, physical)

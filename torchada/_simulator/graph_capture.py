@@ -1,8 +1,13 @@
 """Graph capture of the simulated torch_musa (what its C module does for MUSAGraph): a dispatch
 mode that records every ATen call made while capturing, kept outside the ``torch_musa`` namespace.
+
+The graph's executable (instantiated, destroyed, launched through libmusart, where the driver's
+limit on live executables is modelled) is the backend's ``_MUSAGraph`` (csrc/simulator/
+sim_graph.cpp); what a capture recorded and a replay runs is kept here, per graph.
 """
 
 import threading
+import weakref
 
 import torch
 import torch.utils._python_dispatch
@@ -67,3 +72,57 @@ class Recorder(torch.utils._python_dispatch.TorchDispatchMode):
                     self.created.add(key)
             self.ops.append((func, args, kwargs, out))
         return out
+
+
+class Record:
+    """What one graph captured: the calls, and the recorder while capturing."""
+
+    __slots__ = ("ops", "recorder", "debug")
+
+    def __init__(self):
+        self.ops = []
+        self.recorder = None
+        self.debug = False
+
+
+records = weakref.WeakKeyDictionary()  # MUSAGraph -> Record
+
+
+def record_of(graph):
+    record = records.get(graph)
+    if record is None:
+        record = records[graph] = Record()
+    return record
+
+
+def begin(graph):
+    record = record_of(graph)
+    record.ops = []
+    record.recorder = Recorder(record.ops)
+    record.recorder.__enter__()
+    capturing.depth = getattr(capturing, "depth", 0) + 1
+
+
+def end(graph):
+    record = records.get(graph)
+    if record is None or record.recorder is None:
+        raise RuntimeError("Capture must end on the same stream it began on.")
+    record.recorder.__exit__(None, None, None)
+    record.recorder.restore()  # the captured work has not run yet: it runs at replay
+    record.recorder = None
+    capturing.depth -= 1
+
+
+def replay(graph):
+    with torch.no_grad():
+        for func, args, kwargs, out in record_of(graph).ops:
+            new = func(*args, **kwargs)
+            flat_old = torch.utils._pytree.tree_flatten(out)[0]
+            flat_new = torch.utils._pytree.tree_flatten(new)[0]
+            for old_t, new_t in zip(flat_old, flat_new):
+                if isinstance(old_t, torch.Tensor) and old_t is not new_t:
+                    old_t.copy_(new_t)
+
+
+def forget(graph):
+    records.pop(graph, None)

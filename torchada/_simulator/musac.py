@@ -1,5 +1,5 @@
 """Assembles ``torch_musa._MUSAC``: the simulator's C++ extension plus the types torch_musa's
-C module defines (stream/event bases, graph base, device properties, the ``_musart`` submodule)."""
+C module defines (stream/event bases, device properties, the ``_musart`` submodule)."""
 
 import ctypes
 import enum
@@ -18,15 +18,6 @@ class _MusaStreamBase(torch.Stream):
 
 class _MusaEventBase(torch.Event):
     pass
-
-
-class _MUSAGraph:
-    def __init__(self):
-        self._ops = []
-        self._recorder = None
-        self._captured = False
-        self._pool = None
-        self._debug = False
 
 
 class _MusaDeviceProperties:
@@ -113,10 +104,13 @@ def load(config):
     # torch_musa's C module registers the MCCL process group when it is imported.
     if torch.distributed.is_available():
         ext._sim_register_process_group_mccl()
-    for cls in (_MusaStreamBase, _MusaEventBase, _MUSAGraph, _MusaDeviceProperties):
+    for cls in (_MusaStreamBase, _MusaEventBase, _MusaDeviceProperties):
         setattr(ext, cls.__name__, cls)
-    # torch_musa's C extension links libmusart: it is loaded (mapped) once torch_musa is.
-    ext._musart = _make_musart(ext, sdk.load("musart"))
+    # torch_musa's C extension links libmusart: it is loaded (mapped) once torch_musa is. Its
+    # MUSAGraph (ext._MUSAGraph, sim_graph.cpp) instantiates and launches through it.
+    musart = sdk.load("musart")
+    ext._sim_graph_runtime(musart._name)
+    ext._musart = _make_musart(ext, musart)
     # The simulated machine's driver provides libmtml.so.2 (MTML), found by its soname.
     sdk.load_driver_libraries()
     ext._musa_version = __import__(

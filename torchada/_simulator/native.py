@@ -16,8 +16,15 @@ MTML_SONAME = "libmtml.so.2"
 
 
 # The backend's translation units: the runtime and the operators need no Python, so only
-# musa_sim.cpp and sim_mccl.cpp pay for pybind11's headers, and ninja compiles them side by side.
-EXTENSION_SOURCES = ("sim_runtime.cpp", "sim_kernels.cpp", "sim_mccl.cpp", "musa_sim.cpp")
+# musa_sim.cpp, sim_mccl.cpp and sim_graph.cpp pay for pybind11's headers; ninja compiles them
+# side by side.
+EXTENSION_SOURCES = (
+    "sim_runtime.cpp",
+    "sim_kernels.cpp",
+    "sim_mccl.cpp",
+    "sim_graph.cpp",
+    "musa_sim.cpp",
+)
 
 
 def load_extension() -> ModuleType:

@@ -314,21 +314,33 @@ SIM_API musaError_t musaHostUnregister(void* ptr) {
   return musaSuccess;
 }
 
+/* Streams, events and graphs are tagged host records (the tag leads each struct): made and freed
+ * here, so a handle of the wrong kind, or one already destroyed, is refused. */
+static void* tagged_new(size_t size, unsigned tag) {
+  unsigned* record = calloc(1, size);
+  if (record != NULL) *record = tag;
+  return record;
+}
+
+static int tagged_free(void* handle, unsigned tag) {
+  unsigned* record = handle;
+  if (record == NULL || *record != tag) return 0;
+  *record = 0;
+  free(record);
+  return 1;
+}
+
 SIM_API musaError_t musaStreamCreate(musaStream_t* stream) {
   CHECK(stream != NULL, musaErrorInvalidValue);
-  sim_stream* s = malloc(sizeof *s);
+  sim_stream* s = tagged_new(sizeof *s, SIM_STREAM_TAG);
   CHECK(s != NULL, musaErrorMemoryAllocation);
-  s->tag = SIM_STREAM_TAG;
   s->device = t_device;
   *stream = (musaStream_t)s;
   return musaSuccess;
 }
 
 SIM_API musaError_t musaStreamDestroy(musaStream_t stream) {
-  sim_stream* s = (sim_stream*)stream;
-  CHECK(s != NULL && s->tag == SIM_STREAM_TAG, musaErrorInvalidResourceHandle);
-  s->tag = 0;
-  free(s);
+  CHECK(tagged_free(stream, SIM_STREAM_TAG), musaErrorInvalidResourceHandle);
   return musaSuccess;
 }
 
@@ -403,4 +415,92 @@ SIM_API musaError_t musaIpcOpenMemHandle(void** dev_ptr, musaIpcMemHandle_t hand
 SIM_API musaError_t musaIpcCloseMemHandle(void* dev_ptr) {
   (void)dev_ptr;
   return fail(musaErrorNotSupported);
+}
+
+/* Graphs. torch_musa's MUSAGraph (simulated in the backend, sim_graph.cpp) gets its musaGraph_t
+ * from the end of a stream capture and instantiates it with musaGraphInstantiate; reset() and its
+ * destructor call musaGraphExecDestroy and musaGraphDestroy. The driver allows about 2048 live
+ * executables per process: past that, musaGraphInstantiate fails. Here the limit is
+ * TORCHADA_SIM_GRAPH_EXEC_LIMIT (default 2048; the Python simulator validates it), read once,
+ * and the failure is musaErrorMemoryAllocation. A graph records no nodes here (the backend keeps
+ * what was captured); the handles are tagged so a launch of a destroyed executable fails as
+ * musaErrorInvalidResourceHandle. */
+#define SIM_GRAPH_TAG 0x47525048u
+#define SIM_GRAPH_EXEC_TAG 0x47455845u
+#define SIM_DEFAULT_GRAPH_EXEC_LIMIT 2048
+
+typedef struct MUgraph_st* musaGraph_t;
+typedef struct MUgraphExec_st* musaGraphExec_t;
+typedef struct {
+  unsigned tag;
+} sim_graph;
+typedef struct {
+  unsigned tag;
+  sim_graph* graph;
+} sim_graph_exec;
+
+static long g_live_graph_execs = 0;
+
+static long graph_exec_limit(void) {
+  static long limit = 0;
+  if (limit == 0) {
+    const char* env = getenv("TORCHADA_SIM_GRAPH_EXEC_LIMIT");
+    long v = env != NULL && *env ? strtol(env, NULL, 10) : 0;
+    limit = v > 0 ? v : SIM_DEFAULT_GRAPH_EXEC_LIMIT;
+  }
+  return limit;
+}
+
+SIM_API musaError_t musaGraphCreate(musaGraph_t* graph, unsigned int flags) {
+  CHECK(graph != NULL && flags == 0, musaErrorInvalidValue);
+  sim_graph* g = tagged_new(sizeof *g, SIM_GRAPH_TAG);
+  CHECK(g != NULL, musaErrorMemoryAllocation);
+  *graph = (musaGraph_t)g;
+  return musaSuccess;
+}
+
+SIM_API musaError_t musaGraphDestroy(musaGraph_t graph) {
+  CHECK(tagged_free(graph, SIM_GRAPH_TAG), musaErrorInvalidValue);
+  return musaSuccess;
+}
+
+/* The five-argument form torch_musa 2.7.1 calls (MUSAGraph.cpp: musaGraphInstantiate(&graph_exec_,
+ * graph_, NULL, NULL, 0)). */
+SIM_API musaError_t musaGraphInstantiate(musaGraphExec_t* exec, musaGraph_t graph, void* error_node,
+                                         char* log, size_t log_size) {
+  (void)error_node;
+  (void)log;
+  (void)log_size;
+  sim_graph* g = (sim_graph*)graph;
+  CHECK(exec != NULL && g != NULL && g->tag == SIM_GRAPH_TAG, musaErrorInvalidValue);
+  pthread_mutex_lock(&g_lock);
+  int full = g_live_graph_execs >= graph_exec_limit();
+  if (!full) g_live_graph_execs++;
+  pthread_mutex_unlock(&g_lock);
+  CHECK(!full, musaErrorMemoryAllocation);
+  sim_graph_exec* x = tagged_new(sizeof *x, SIM_GRAPH_EXEC_TAG);
+  if (x == NULL) {
+    pthread_mutex_lock(&g_lock);
+    g_live_graph_execs--;
+    pthread_mutex_unlock(&g_lock);
+    return fail(musaErrorMemoryAllocation);
+  }
+  x->graph = g;
+  *exec = (musaGraphExec_t)x;
+  return musaSuccess;
+}
+
+SIM_API musaError_t musaGraphExecDestroy(musaGraphExec_t exec) {
+  CHECK(tagged_free(exec, SIM_GRAPH_EXEC_TAG), musaErrorInvalidValue);
+  pthread_mutex_lock(&g_lock);
+  g_live_graph_execs--;
+  pthread_mutex_unlock(&g_lock);
+  return musaSuccess;
+}
+
+SIM_API musaError_t musaGraphLaunch(musaGraphExec_t exec, musaStream_t stream) {
+  (void)stream;
+  sim_graph_exec* x = (sim_graph_exec*)exec;
+  CHECK(x != NULL && x->tag == SIM_GRAPH_EXEC_TAG, musaErrorInvalidResourceHandle);
+  return musaSuccess;
 }

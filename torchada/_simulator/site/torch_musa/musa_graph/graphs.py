@@ -15,7 +15,6 @@ import gc
 import weakref
 
 import torch
-import torch.utils._pytree
 
 import torch_musa
 from torchada._simulator import graph_capture as _capture
@@ -40,80 +39,61 @@ def graph_pool_handle():
 
 
 class MUSAGraph(torch_musa._MUSAC._MUSAGraph):
-    _instances = weakref.WeakSet()
+    _graph_instances = weakref.WeakSet()
 
     def __new__(cls):
-        return super().__new__(cls)
-
-    def __init__(self):
-        super().__init__()
-        MUSAGraph._instances.add(self)
+        instance = super().__new__(cls)
+        cls._graph_instances.add(instance)
+        return instance
 
     def capture_begin(self, pool=None, capture_error_mode="global"):
-        if capture_error_mode not in ("global", "thread_local", "relaxed"):
-            raise RuntimeError(f"Unknown capture error mode {capture_error_mode!r}")
-        if self._recorder is not None:
-            raise RuntimeError("This MUSAGraph instance is already capturing")
-        self._ops = []
-        self._pool = pool if pool is not None else graph_pool_handle()
-        self._recorder = _capture.Recorder(self._ops)
-        self._recorder.__enter__()
-        _capture.capturing.depth = getattr(_capture.capturing, "depth", 0) + 1
+        super().capture_begin(pool=pool, capture_error_mode=capture_error_mode)
+        _capture.begin(self)
 
     def capture_end(self):
-        if self._recorder is None:
-            raise RuntimeError("capture_end() called without capture_begin()")
-        self._recorder.__exit__(None, None, None)
-        self._recorder.restore()  # the captured work has not run yet: it runs at replay
-        self._recorder = None
-        _capture.capturing.depth -= 1
-        self._captured = True
+        # The stream capture ends (the recorded calls become the graph) before the graph is
+        # instantiated, which may fail.
+        _capture.end(self)
+        super().capture_end()
+
+    def reinstantiate_graph(self):
+        super().reinstantiate_graph()
 
     def replay(self):
-        if not self._captured:
-            raise RuntimeError("Called MUSAGraph::replay without a preceding successful capture.")
-        with torch.no_grad():
-            for func, args, kwargs, out in self._ops:
-                new = func(*args, **kwargs)
-                flat_old = torch.utils._pytree.tree_flatten(out)[0]
-                flat_new = torch.utils._pytree.tree_flatten(new)[0]
-                for old_t, new_t in zip(flat_old, flat_new):
-                    if isinstance(old_t, torch.Tensor) and old_t is not new_t:
-                        old_t.copy_(new_t)
+        super().replay()
+        _capture.replay(self)
 
     def reset(self):
-        self._ops = []
-        self._captured = False
+        super().reset()
+        _capture.forget(self)
 
     def pool(self):
-        if self._pool is None:
-            raise RuntimeError("Called MUSAGraph::pool without a preceding successful capture.")
-        return self._pool
+        return super().pool()
 
     def enable_debug_mode(self):
-        self._debug = True
+        _capture.record_of(self).debug = True
 
     def debug_dump(self, debug_path):
-        if not self._debug:
+        record = _capture.record_of(self)
+        if not record.debug:
             raise RuntimeError("MUSAGraph::debug_dump requires enable_debug_mode() before capture")
         with open(debug_path, "w") as f:
             f.write("digraph musa_graph {\n")
-            for i, (func, _, _, _) in enumerate(self._ops):
+            for i, (func, _, _, _) in enumerate(record.ops):
                 f.write(f'  n{i} [label="{func}"];\n')
                 if i:
                     f.write(f"  n{i - 1} -> n{i};\n")
             f.write("}\n")
 
-    def reinstantiate_graph(self):
-        pass
-
     @classmethod
     def get_latest_instance(cls):
-        return list(cls._instances)
+        if cls._graph_instances is not None:
+            return list(cls._graph_instances)
+        return None
 
 
 def update_musa_graph_with_profile():
-    for g in list(MUSAGraph._instances):
+    for g in MUSAGraph.get_latest_instance():
         g.reinstantiate_graph()
 
 
