@@ -6,14 +6,24 @@
 2. A replay that re-instantiates (cap 1, two graphs replayed in turn: each replay evicts the other
    and instantiates its own executable again) against a plain replay and against a capture.
 
+3. The serving-shaped program of tests/e2e/test_graph_rotation.py at the driver's own limit:
+   2112 graphs against the simulated 2048 and the default cap (1900), once, through the runner
+   (about 20 minutes on 2 cores: every capture runs gc.collect(), as torch_musa's graph() does).
+
     TORCHADA_SIMULATE=1 pytest bench/bench_graph_rotation.py --benchmark-only
+    TORCHADA_SIMULATE=1 pytest bench/bench_graph_rotation.py --benchmark-only -k "not default"
 """
 
 from __future__ import annotations
 
+import json
+import os
+
 import pytest
 import torch
-from conftest import mark
+from conftest import REPO, child_last_line, mark
+
+PIECEWISE = os.path.join(REPO, "tests", "e2e", "e2e_programs", "piecewise_graphs_cuda.py")
 
 
 @pytest.fixture(scope="module")
@@ -81,3 +91,13 @@ def test_replay_reinstantiating(benchmark, rotation, monkeypatch):
     benchmark(both)
     assert graph_rotation.stats()["reinstantiated"] - before >= 2
     assert out_a.tolist() == out_b.tolist() == [3.0] * 64
+
+
+@pytest.mark.benchmark(group="serving past the default limit")
+def test_piecewise_serving_past_the_default_limit(benchmark):
+    # 264 layer pieces x 8 batch sizes, 6 steps: every output equal to eager's.
+    mark(benchmark, "candidate", graphs=2112)
+    args = ["-m", "torchada.run", "--simulate", PIECEWISE, "264", "8", "6"]
+    out = benchmark.pedantic(lambda: json.loads(child_last_line(args, timeout=3600)), rounds=1)
+    assert out["graphs"] == 2112 and out["max_diff"] <= 1e-6
+    print(f"\n2112 graphs, default cap: {out}")

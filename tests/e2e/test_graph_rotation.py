@@ -87,14 +87,8 @@ def test_simulated_driver_counts_live_executables():
     assert "TORCHADA_SIM_GRAPH_EXEC_LIMIT='abc' is not valid: use a whole number" in r.stderr
 
 
-@pytest.mark.slow
-def test_piecewise_serving_past_the_default_limit(cuda_program, tmp_path):
-    # 2112 graphs against the driver's own 2048 and torchada's default cap (about 20 minutes
-    # on 2 busy cores: every capture runs gc.collect(), as torch_musa's graph() does).
-    out = program_result(
-        cuda_program("import", PIECEWISE, ["264", "8", "6"], workdir=tmp_path, timeout=3600)
-    )
-    assert out["graphs"] == 2112 and out["max_diff"] <= 1e-6
+# The same program at the driver's own limit (2112 graphs, default cap) takes about 20 minutes on
+# 2 cores: it is a benchmark (bench/bench_graph_rotation.py), not part of the suite.
 
 
 # ---------------------------------------------------------------- in this process
