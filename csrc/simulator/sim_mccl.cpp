@@ -138,7 +138,11 @@ class ProcessGroupMCCL : public c10d::Backend {
       : c10d::Backend(rank, size), options_(std::move(options)), uid_(next_uid()) {
     TORCH_CHECK(options_, "ProcessGroupMCCL: options must not be None");
     py::gil_scoped_acquire gil;
-    collectives_ = py::module_::import(kCollectivesModule)
+    // importlib.import_module, not PyImport_ImportModule: the latter imports the top-level
+    // package too, and importing `torchada` itself turns torchada on in a program that only
+    // loaded the simulated torch_musa.
+    collectives_ = py::module_::import("importlib")
+                       .attr("import_module")(kCollectivesModule)
                        .attr("MCCLCollectives")(store, rank, size, options_->timeout);
   }
 

@@ -410,6 +410,9 @@ def two_ranks(tmp_path_factory):
     out = tmp_path_factory.mktemp("mccl")
     env = dict(os.environ)
     env.pop("MUSA_VISIBLE_DEVICES", None)
+    # torch_musa's MCCL alone, as on the real stack: torchada stays off in the ranks even where an
+    # earlier test of this process turned it on (it would answer "nccl" for an MCCL group).
+    env.pop("TORCHADA_ACTIVE", None)
     env.update(
         TORCHADA_SIMULATE="1",
         TORCHADA_SIM_DEVICES=str(WORLD),
@@ -492,3 +495,23 @@ def test_two_ranks_ddp_trains_like_the_full_batch(two_ranks):
     expected = [p.detach().reshape(-1) for p in ref.parameters()]
     for got, want in zip(d0["final"], expected):
         torch.testing.assert_close(torch.tensor(got), want, rtol=1e-5, atol=1e-6)
+
+
+def test_an_mccl_group_leaves_torchada_off(tmp_path):
+    # The simulated ProcessGroupMCCL loads its collectives from torchada._simulator; that must
+    # not import the torchada package itself, which would turn torchada on (and then answer
+    # "nccl" for the group) in a program that only loaded torch_musa.
+    from conftest import run_python
+
+    code = f"""
+        import json, sys
+        import torch, torch.distributed as dist
+        dist.init_process_group("mccl", init_method="file://{tmp_path / 'store'}", rank=0,
+                                world_size=1)
+        print(json.dumps([dist.get_backend(), "torchada" in sys.modules]))
+        dist.destroy_process_group()
+    """
+    env = {"TORCHADA_SIMULATE": "1", "TORCHADA_ACTIVE": "0"}
+    r = run_python(code, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert json.loads(r.stdout.splitlines()[-1]) == ["mccl", False]
