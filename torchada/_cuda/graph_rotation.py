@@ -223,6 +223,13 @@ def _register(state: _State, graph: Any) -> None:
 
 
 # ---------------------------------------------------------------- the patched methods
+def _replace(patcher: "Patcher", cls: type, name: str, fn: Callable) -> None:
+    """Put ``fn`` in place of ``cls.name`` (undone by ``patcher``), named and documented as it."""
+    old = getattr(cls, name)
+    fn.__doc__, fn.__name__, fn.__qualname__ = old.__doc__, old.__name__, old.__qualname__
+    patcher.set_attr(cls, name, fn)
+
+
 def _wrap_capture_end(state: _State, patcher: "Patcher", original: Callable) -> Callable:
     def capture_end(self: Any) -> None:
         if state.failed is not None:
@@ -317,14 +324,10 @@ def _start_rotating(state: _State, patcher: "Patcher") -> None:
             )
         return capture_begin(self, pool=pool, capture_error_mode=capture_error_mode)
 
-    for name, fn, old in (
-        ("replay", replay_rotating, replay),
-        ("pool", pool_rotating, pool),
-        ("reinstantiate_graph", reinstantiate_rotating, reinstantiate),
-        ("capture_begin", capture_begin_rotating, capture_begin),
-    ):
-        fn.__doc__, fn.__name__, fn.__qualname__ = old.__doc__, old.__name__, old.__qualname__
-        patcher.set_attr(cls, name, fn)
+    _replace(patcher, cls, "replay", replay_rotating)
+    _replace(patcher, cls, "pool", pool_rotating)
+    _replace(patcher, cls, "reinstantiate_graph", reinstantiate_rotating)
+    _replace(patcher, cls, "capture_begin", capture_begin_rotating)
     state.rotating = True
     logger.info(
         "torchada: more than %d CUDA graphs captured; their executables now rotate", state.cap
@@ -348,14 +351,8 @@ def install(patcher: "Patcher") -> None:
     if cls is None:
         return
     state = _State(cap_setting())
-    for name, wrap in (
-        ("capture_end", lambda old: _wrap_capture_end(state, patcher, old)),
-        ("reset", lambda old: _wrap_reset(state, old)),
-    ):
-        old = getattr(cls, name)
-        fn = wrap(old)
-        fn.__doc__, fn.__name__, fn.__qualname__ = old.__doc__, old.__name__, old.__qualname__
-        patcher.set_attr(cls, name, fn)
+    _replace(patcher, cls, "capture_end", _wrap_capture_end(state, patcher, cls.capture_end))
+    _replace(patcher, cls, "reset", _wrap_reset(state, cls.reset))
     _state = state
 
     def forget() -> None:
@@ -370,7 +367,7 @@ def install(patcher: "Patcher") -> None:
             except RuntimeError as e:
                 warn_once(
                     "graph_rotation_undo",
-                    f"torchada.disable(): {e}; graphs left evicted " "raise on replay",
+                    f"torchada.disable(): {e}; graphs left evicted raise on replay",
                 )
         _state = None
 
