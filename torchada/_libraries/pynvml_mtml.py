@@ -120,6 +120,7 @@ class MemoryInfoV2:
     used: int
 
 
+@_needs_init
 def nvmlDeviceGetMemoryInfo(handle: Any, version: Any = None) -> Any:
     """Total, free and used bytes of a device (with ``version=nvmlMemory_v2``, NVML's v2 fields).
 
@@ -130,8 +131,6 @@ def nvmlDeviceGetMemoryInfo(handle: Any, version: Any = None) -> Any:
         >>> pynvml.nvmlDeviceGetMemoryInfo(handle).used  # doctest: +SKIP
         0
     """
-    if not _initialised():
-        raise _mtml.MTMLError(_mtml.MTML_ERROR_UNINITIALIZED)
     info = _mtml.nvmlDeviceGetMemoryInfo(handle)
     if not version:
         return info
