@@ -23,6 +23,7 @@ ALL_ROWS = _tables.load("nvidia_callers").callers
 ROWS = [r for r in ALL_ROWS if "is_available" in r.questions]
 CAPABILITY_ROWS = [r for r in ALL_ROWS if "capability" in r.questions]
 FOR_MUSA = _available.answers_for_musa()
+BRANCH = _available.musa_branch_rule()
 
 pytestmark = pytest.mark.usefixtures("torchada_on")
 
@@ -62,9 +63,19 @@ def _exec(source: str, module: str) -> dict:
     return namespace
 
 
+def cuda_program_asks() -> bool:
+    """``torch.cuda.is_available()`` asked the way a CUDA program asks: from a function that does
+    not ask about MUSA itself (one that does is code with its own MUSA branch: see
+    test_musa_branch.py)."""
+    return torch.cuda.is_available()
+
+
 def test_the_default_answer_is_the_devices():
     assert torch.musa.is_available() is True
-    assert torch.cuda.is_available() is FOR_MUSA
+    assert cuda_program_asks() is FOR_MUSA
+    # This function asks about MUSA itself (torch.musa above), so it gets torch's own answer,
+    # unless TORCHADA_MUSA_BRANCH=0.
+    assert torch.cuda.is_available() is (FOR_MUSA and not BRANCH)
     # Not CUDA: version checks are not fooled (torch_musa runs on a CPU build, where it is None;
     # the CI's CUDA builds of older torches keep theirs).
     assert torch.version.cuda is None or "+cpu" not in torch.__version__
@@ -73,7 +84,10 @@ def test_the_default_answer_is_the_devices():
 
 @pytest.mark.parametrize("row", ROWS, ids=[f"{r.module}:{r.function}" for r in ROWS])
 def test_each_nvidia_caller_gets_torchs_own_answer(row):
-    assert _asker(row.module, row.function, row.depth)() is False
+    # A musa_branch row is code with its own MUSA branch, which TORCHADA_MUSA_BRANCH=0 gives
+    # CUDA's answer like any CUDA code.
+    applies = BRANCH or not row.musa_branch
+    assert _asker(row.module, row.function, row.depth)() is (False if applies else FOR_MUSA)
     assert _available.nvidia_caller is not None
     if row.depth < 4:  # one frame further away, the row no longer applies
         assert _asker(row.module, row.function, row.depth + 1)() is FOR_MUSA
@@ -102,7 +116,8 @@ def test_each_capability_caller_gets_musas_own_numbers(row, ask):
         musa = torch.musa.get_arch_list()
         told = cuda_arch_list(musa) if answers_for_cuda() else musa
     code = CAPABILITY_ASKS[ask]
-    assert _asker(row.module, row.function, row.depth, code)() == musa
+    applies = BRANCH or not row.musa_branch
+    assert _asker(row.module, row.function, row.depth, code)() == (musa if applies else told)
     if row.depth < 4:
         assert _asker(row.module, row.function, row.depth + 1, code)() == told
     assert _asker(row.module + "_elsewhere", row.function, 1, code)() == told
@@ -152,7 +167,7 @@ def test_disable_puts_torchs_own_function_back():
         assert torch.cuda.is_available() is False
     finally:
         assert torchada.enable()
-    assert torch.cuda.is_available() is FOR_MUSA
+    assert cuda_program_asks() is FOR_MUSA
 
 
 def test_a_bad_row_is_refused_when_the_table_loads(tmp_path):

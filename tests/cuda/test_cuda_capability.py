@@ -59,24 +59,35 @@ def test_newer_and_older_architectures():
     ]
 
 
+def _cuda_code_asks():
+    """What CUDA code is told: asked from a function that does not ask about MUSA itself (one
+    that does is code with its own MUSA branch, told MUSA's own numbers: test_musa_branch.py)."""
+    devices = ((), (0,), ("cuda:1",), (torch.device("cuda", 1),), (None,))
+    props = torch.cuda.get_device_properties(0)
+    with pytest.raises(ValueError, match="Expected a cuda device"):
+        torch.cuda.get_device_capability("cpu")
+    return {
+        "capabilities": {torch.cuda.get_device_capability(*device) for device in devices},
+        "props": props,
+        "multi_processor_count": torch.cuda.get_device_properties().multi_processor_count,
+        "arch_list": torch.cuda.get_arch_list(),
+    }
+
+
 def test_cuda_code_is_told_the_cuda_capability():
     musa = torch.musa.get_device_capability()
     told = _capability.cuda_capability(musa) if FOR_CUDA else musa
     assert musa == (2, 2)  # the default S4000: MUSA's numbers stay torch_musa's
-    for device in ((), (0,), ("cuda:1",), (torch.device("cuda", 1),), (None,)):
-        assert torch.cuda.get_device_capability(*device) == told
-    props, musa_props = torch.cuda.get_device_properties(0), torch.musa.get_device_properties(0)
+    asked = _cuda_code_asks()
+    assert asked["capabilities"] == {told}
+    props, musa_props = asked["props"], torch.musa.get_device_properties(0)
     assert (props.major, props.minor) == told
     assert (props.name, props.total_memory) == (musa_props.name, musa_props.total_memory)
-    assert torch.cuda.get_device_properties().multi_processor_count == 48
+    assert asked["multi_processor_count"] == 48
     if FOR_CUDA:
         assert repr(props).startswith("_CudaDeviceProperties(name='MTT S4000', major=8, minor=0")
     arches = torch.musa.get_arch_list()
-    assert torch.cuda.get_arch_list() == (
-        _capability.cuda_arch_list(arches) if FOR_CUDA else arches
-    )
-    with pytest.raises(ValueError, match="Expected a cuda device"):
-        torch.cuda.get_device_capability("cpu")
+    assert asked["arch_list"] == (_capability.cuda_arch_list(arches) if FOR_CUDA else arches)
 
 
 def test_compiled_code_takes_the_boards_branch():

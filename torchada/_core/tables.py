@@ -568,6 +568,9 @@ class NvidiaCaller(Row):
     since: str = column(_STR, "")  # the library release the row was read from
     # Which questions (CALLER_QUESTIONS) the function gets the truth to.
     questions: Tuple[str, ...] = column(_list_of(_choice(*CALLER_QUESTIONS)), ("is_available",))
+    # True: the function belongs to code with its own MUSA branch (written for the published
+    # torchada), which TORCHADA_MUSA_BRANCH_CALLERS=0 gives CUDA's answers like any CUDA code.
+    musa_branch: bool = column(_BOOL, False)
 
     @classmethod
     def _label(cls, raw: Mapping[str, Any]) -> str:
