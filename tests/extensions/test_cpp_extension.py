@@ -130,7 +130,11 @@ def test_cuda_extension_translates_and_never_mutates(ce, me, monkeypatch):
 def test_include_paths_both_signatures(ce, me):
     import torch
 
+    from torchada.utils.cpp_extension import stable_compat_include_dir
+
+    # A device build has the stable-ABI kit last, as the published adapter gives.
     host, musa = me.include_paths(musa=False), me.include_paths(musa=True)
+    musa = musa + [stable_compat_include_dir()]
     for paths in (ce.include_paths(), ce.include_paths("cpu"), ce.include_paths(False),
                   ce.include_paths(cuda=False), ce.include_paths(device_type="cpu")):  # fmt: skip
         assert paths == host
@@ -142,27 +146,45 @@ def test_include_paths_both_signatures(ce, me):
     assert os.path.isfile(os.path.join(_sim_headers(me), "musa_runtime.h"))
     without_torch = ce.include_paths("cuda", torch_include_dirs=False)
     assert torch_include not in without_torch and _sim_headers(me) in without_torch
+    assert without_torch[-1] == stable_compat_include_dir()
     with pytest.raises(TypeError, match="both device_type and cuda"):
         ce.include_paths("cuda", cuda=True)
 
 
-def test_library_paths_both_signatures(ce, me, monkeypatch, tmp_path):
+def _toolkit(me, monkeypatch, tmp_path, libdir: str):
+    """A MUSA toolkit with only ``libdir``; returns (its library directory, torch's)."""
     import torch
 
     toolkit = tmp_path / "musa"
-    (toolkit / "lib").mkdir(parents=True)
+    (toolkit / libdir).mkdir(parents=True)
     monkeypatch.setattr(me, "MUSA_HOME", str(toolkit))
     monkeypatch.setattr(me, "MUDNN_HOME", None)
-    torch_lib = os.path.join(os.path.dirname(torch.__file__), "lib")
+    return str(toolkit / libdir), os.path.join(os.path.dirname(torch.__file__), "lib")
+
+
+def test_library_paths_both_signatures(ce, me, monkeypatch, tmp_path):
+    musa_lib, torch_lib = _toolkit(me, monkeypatch, tmp_path, "lib")
     assert (
         ce.library_paths() == ce.library_paths(False) == ce.library_paths(cuda=False) == [torch_lib]
     )
     for paths in (ce.library_paths(True), ce.library_paths(cuda=True), ce.library_paths("cuda"),
                   ce.library_paths(device_type="cuda")):  # fmt: skip
-        assert paths == [torch_lib, str(toolkit / "lib")]
-    assert ce.library_paths("cuda", torch_include_dirs=False) == [str(toolkit / "lib")]
+        assert paths == [torch_lib, musa_lib]
+    assert ce.library_paths("cuda", torch_include_dirs=False) == [musa_lib]
     with pytest.raises(ValueError, match="cross_target_platform='windows' is not supported"):
         ce.library_paths("cuda", cross_target_platform="windows")
+
+
+def test_library_paths_hold_the_musa_runtimes_directory(ce, me, monkeypatch, tmp_path):
+    # A toolkit with lib64, which torch_musa's own list leaves out: a device build's paths hold
+    # it, once, as torch's hold CUDA's, so a build helper that makes each entry an rpath (Mooncake)
+    # finds libmusart; a host build links no MUSA runtime.
+    musa_lib, torch_lib = _toolkit(me, monkeypatch, tmp_path, "lib64")
+    assert ce.library_paths("cuda") == [torch_lib, musa_lib]
+    assert ce.library_paths("cuda", torch_include_dirs=False) == [musa_lib]
+    assert ce.library_paths() == [torch_lib]
+    monkeypatch.setattr(me, "MUSA_HOME", str(tmp_path / "absent"))
+    assert ce.library_paths("cuda") == [torch_lib]
 
 
 def test_other_device_types_are_torchs(ce, tx, monkeypatch):

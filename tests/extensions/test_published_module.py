@@ -178,6 +178,35 @@ def test_kit_headers_compile_and_never_hide_torchs(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs the host compiler")
+@pytest.mark.parametrize(
+    "flags, musa_headers, expected",
+    [([], True, "0"), (["-DCUDA_VERSION=12080"], True, "12080"), ([], False, None)],
+    ids=["musa-build", "given-by-the-build", "no-musa-headers"],
+)
+def test_box_header_gives_cuda_version_0_where_the_build_did_not(
+    tmp_path, flags, musa_headers, expected
+):
+    # Force-included in a MUSA build (MUSA's runtime header on the path), as a setup.py build and
+    # a JIT load(extra_cflags=["-include", ...]) both do: CUDA_VERSION is 0, so CUDA-12-only
+    # paths stay off; a value the build gave is kept; without MUSA's headers it is left alone.
+    if expected is None:
+        code = "#ifdef CUDA_VERSION\n#error CUDA_VERSION defined\n#endif\n"
+    else:
+        code = f'static_assert(CUDA_VERSION == {expected}, "CUDA_VERSION");\n'
+    code += "#if CUDA_VERSION >= 12000\nint cuda12_path = 1;\n#endif\n"
+    source = tmp_path / "tu.cpp"
+    source.write_text(code)
+    includes = [SIM_INCLUDE, _torch_include()] if musa_headers else [_torch_include()]
+    cmd = ["g++", "-std=c++17", "-fsyntax-only", "-Wall", "-Werror", *flags]
+    cmd += ["-include", str(KIT / "torchada_stable_box.h")]
+    for d in includes:
+        cmd += ["-I", str(d)]
+    cmd += ["-I", sysconfig.get_paths()["include"], str(source)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
 def test_kit_ships_as_package_data():
     from torchada.utils.cpp_extension import stable_compat_box_header, stable_compat_include_dir
 

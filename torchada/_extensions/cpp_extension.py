@@ -35,6 +35,7 @@ from .build_porting import (
     port_texts,
     publish,
 )
+from . import stable_kit
 from .build_settings import (
     has_nvcc_args,
     links_musa_library,
@@ -327,8 +328,18 @@ def include_paths(
     *,
     cuda: Optional[bool] = None,
 ) -> List[str]:
-    """torch_musa's include directories. Takes torch's signature (``device_type="cpu"``;
-    ``"cuda"`` means MUSA's) and the older one (``cuda: bool``, also positional)."""
+    """torch_musa's include directories, and for a device build the stable-ABI kit's last (as
+    the published ``torchada.utils.cpp_extension`` gives; none of its headers hides torch's).
+    Takes torch's signature (``device_type="cpu"``; ``"cuda"`` means MUSA's) and the older one
+    (``cuda: bool``, also positional).
+
+    Example::
+
+        >>> import torch, torchada  # on MUSA  # doctest: +SKIP
+        >>> from torch.utils.cpp_extension import include_paths  # doctest: +SKIP
+        >>> include_paths("cuda")[-1].endswith("stable_include")  # doctest: +SKIP
+        True
+    """
     musa = _device_is_musa("include_paths", device_type, cuda)
     if musa is None:
         # torch_include_dirs only when given: torch before 2.7 does not take it.
@@ -338,7 +349,20 @@ def include_paths(
     if not torch_include_dirs:
         torch_dirs = set(_torch_cpp.include_paths())
         paths = [p for p in paths if p not in torch_dirs]
+    if musa and stable_kit.include_dir() not in paths:
+        paths.append(stable_kit.include_dir())
     return paths
+
+
+def _musa_runtime_dir() -> Optional[str]:
+    """The MUSA toolkit's library directory (``lib64``, else ``lib``, under MUSA_HOME), where
+    it exists."""
+    home = _me.MUSA_HOME
+    for name in ("lib64", "lib") if home else ():
+        path = os.path.join(home, name)
+        if os.path.isdir(path):
+            return path
+    return None
 
 
 def library_paths(
@@ -348,7 +372,19 @@ def library_paths(
     *,
     cuda: Optional[bool] = None,
 ) -> List[str]:
-    """torch_musa's library directories, with the signatures of :func:`include_paths`."""
+    """torch_musa's library directories, with the signatures of :func:`include_paths`; for a
+    device build they hold the MUSA runtime's directory, as torch's hold CUDA's for a CUDA build
+    (torch_musa's own leaves it out where the toolkit has ``lib64``: it lists the directory only
+    where it falls back to ``lib``). Build helpers that
+    turn each entry into an rpath (Mooncake's process-group adapter) find ``libmusart`` there.
+
+    Example::
+
+        >>> import torch, torchada  # on MUSA  # doctest: +SKIP
+        >>> from torch.utils.cpp_extension import library_paths  # doctest: +SKIP
+        >>> library_paths("cuda")[-1]  # doctest: +SKIP
+        '/usr/local/musa/lib64'
+    """
     musa = _device_is_musa("library_paths", device_type, cuda)
     if musa is None:
         extra: Dict[str, Any] = {} if torch_include_dirs else {"torch_include_dirs": False}
@@ -364,4 +400,7 @@ def library_paths(
     if not torch_include_dirs:
         torch_dirs = set(_torch_cpp.library_paths())
         paths = [p for p in paths if p not in torch_dirs]
+    runtime = _musa_runtime_dir() if musa else None
+    if runtime is not None and runtime not in paths:
+        paths.append(runtime)
     return paths

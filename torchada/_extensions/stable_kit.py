@@ -7,7 +7,8 @@
 - ``torch/csrc/stable/tensor.h``: torch's own where the installed torch has it
   (``#include_next``); on torches before 2.8, a ``torch::stable::Tensor`` over the C shim.
 - ``torchada_stable_box.h``, to force-include: torch's ``torch/csrc/stable/library.h`` plus
-  ``TORCH_BOX`` where that torch lacks it.
+  ``TORCH_BOX`` where that torch lacks it, and ``CUDA_VERSION`` 0 in a MUSA build that did not
+  define it.
 
 Every header that shares a name with one of torch's defers to torch's, so the directory may come
 first on the include path without hiding a newer torch's header. Nothing is ever written into the

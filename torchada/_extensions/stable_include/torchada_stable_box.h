@@ -13,6 +13,16 @@
 // std::optional of them, bool, integers and floating-point numbers as parameters; void, one
 // tensor or one number as the result.
 #pragma once
+// CUDA_VERSION is 0 where the build did not define it, in a MUSA build (MUSA's runtime header
+// is there): MUSA is no CUDA release, so code gated on a CUDA version (#if CUDA_VERSION >=
+// 12080) keeps its CUDA-only paths off, as vLLM-MUSA's -DCUDA_VERSION=0 does. The same for a
+// setup.py build and a JIT one (load(extra_cflags=["-include", ...])). A -DCUDA_VERSION=N of the
+// build's own is kept; a CUDA build without MUSA's headers gets cuda.h's.
+#if !defined(CUDA_VERSION) && defined(__has_include)
+#if __has_include(<musa_runtime.h>)
+#define CUDA_VERSION 0
+#endif
+#endif
 #ifdef __cplusplus
 #include <torch/csrc/api/include/torch/version.h>
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 10)
