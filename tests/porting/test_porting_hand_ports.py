@@ -144,17 +144,23 @@ def test_scalar_type_to_data_type_is_renamed_and_flagged() -> None:
     assert "define" in report.attention["ScalarTypeToCudaDataType"].note
 
 
-def test_version_macro_as_a_value_takes_the_musa_macro() -> None:
-    assert port("int64_t v() { return CUDA_VERSION; }") == "int64_t v() { return MUSA_VERSION; }"
-    assert port('m.attr("rt") = py::int_(CUDART_VERSION);').endswith("(MUSART_VERSION);")
-    for kept in (
-        "#if CUDA_VERSION >= 12000",
-        "if (CUDA_VERSION >= 12000) {}",
-        "int major = CUDA_VERSION / 1000;",
-        "return (CUDA_VERSION) >= 1;",
+def test_version_macros_are_never_renamed() -> None:
+    # MUSA's own version (MUSA_VERSION 50200 for SDK 5.2) passes every CUDA 12 guard, so not even
+    # a use as a whole value takes it: each stays CUDA's, reported for review.
+    for kept, macro in (
+        ("#if CUDA_VERSION >= 12000", "CUDA_VERSION"),
+        ("if (CUDA_VERSION >= 12000) {}", "CUDA_VERSION"),
+        ("if constexpr (CUDA_VERSION >= 12080) { f(); }", "CUDA_VERSION"),
+        ("int major = CUDA_VERSION / 1000;", "CUDA_VERSION"),
+        ("return (CUDA_VERSION) >= 1;", "CUDA_VERSION"),
+        ("int64_t v() { return CUDA_VERSION; }", "CUDA_VERSION"),
+        ('m.attr("rt") = py::int_(CUDART_VERSION);', "CUDART_VERSION"),
+        ("#if __CUDACC_VER_MAJOR__ >= 12\n#endif", "__CUDACC_VER_MAJOR__"),
+        ("int nvcc = __CUDACC_VER_MAJOR__;", "__CUDACC_VER_MAJOR__"),
     ):
         out, report = port_source(kept)
-        assert out == kept and "CUDA_VERSION" in report.attention
+        assert out == kept and macro in report.attention, kept
+        assert "MUSA_VERSION" not in out and "MUSART_VERSION" not in out
 
 
 # --------------------------------------------------------------------- 5. torch_musa's spellings

@@ -185,7 +185,6 @@ _NOT_TYPES = frozenset(
     "struct class enum union public private protected operator".split()
 )
 # Keywords a parenthesis may follow without being a call.
-_NOT_CALLEES = _NOT_TYPES | frozenset("if while switch for and or not".split())
 # What may follow a declared name.
 _DECLARATOR_FOLLOWS = frozenset(",)=;({[:")
 # What a call ends with (before a member operator).
@@ -639,9 +638,6 @@ class Translator:
             if rule.extra:
                 return _conditional_rename(rule, text, start, end, report, lines, state)
             return (start, end, rule.musa, rule.cuda)
-        value = rule.extra.get("value")
-        if value is not None and _used_as_value(text, start, end):
-            return (start, end, value, f"{rule.cuda} (as a value)")
         _add(report.attention, rule.cuda, lines.line(start), rule.note)
         return None
 
@@ -742,30 +738,6 @@ def _conditional_rename(
     if extra.get("review"):
         _add(report.attention, rule.cuda, lines.line(start), rule.note)
     return (start, end, new, rule.cuda)
-
-
-def _used_as_value(text: str, start: int, end: int) -> bool:
-    """Whether the macro at ``start`` is a whole value in C++ code (``return X;``, ``= X;``,
-    ``f(X)``, ``f(a, X)``): not compared, not in arithmetic, not in a preprocessor test, where
-    another version scale would change what the code decides."""
-    line_start = text.rfind("\n", 0, start) + 1
-    if text[line_start:start].lstrip().startswith("#"):
-        return False
-    after = end
-    while after < len(text) and text[after] in " \t":
-        after += 1
-    nxt = text[after : after + 1]
-    tokens = _tokens_before(text, start, 2)
-    prev = tokens[0] if tokens else ""
-    if prev in ("return", "=") and nxt in (";", ","):
-        return prev == "return" or tokens[1:2] not in (["="], ["!"], ["<"], [">"])
-    if prev in ("(", ",") and nxt in (")", ","):
-        # A call's argument: the bracket must follow a callee name, not open a subexpression.
-        if prev == "(":
-            callee = tokens[1] if len(tokens) > 1 else ""
-            return callee[:1] in _WORD_CHARS and callee not in _NOT_CALLEES
-        return True
-    return False
 
 
 def _qualified_by(

@@ -13,7 +13,9 @@ Optional fields of a rule (the engine reads them; they stay in :attr:`Rule.extra
   namespaces under which ``musa`` is declared (``kCUDA``: ``at::kMUSA``, else ``kPrivateUse1``);
   ``requires`` without ``fallback`` reports the missing include; ``review`` reports a rewrite
   that needs something from a human (a declaration torch_musa lacks).
-* ``version-guard``: ``value``, the MUSA macro a use as a whole value takes (``return X;``).
+* ``version-guard``: none: a version macro is never renamed, not even where it is a whole value
+  (``return CUDA_VERSION;``), since MUSA's own version (50200 for SDK 5.2) would pass every CUDA
+  12 guard the value later meets.
 * ``member``: ``drop_call``, ``receivers_without``, ``namespaces_without``, ``bound_near``:
   what its receiver may be (see the engine's member rewrite).
 """

@@ -63,7 +63,7 @@ struct Buffer {
     attr->val.programmaticStreamSerializationAllowed = 0;
   }
 
-  int64_t runtime_version() const { return MUSART_VERSION; }
+  int64_t runtime_version() const { return CUDART_VERSION; }
 };
 
 }  // namespace ep

@@ -15,7 +15,7 @@ PyMODINIT_FUNC PyInit__version_cpu(void) { return NULL; }
 
 int64_t musa_version() noexcept {
 #ifdef WITH_MUSA
-  return MUSA_VERSION;
+  return CUDA_VERSION;
 #else
   return -1;
 #endif
