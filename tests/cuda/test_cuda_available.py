@@ -297,3 +297,63 @@ print(torch.equal(compiled(x), x.sin() if torch.cuda.is_available() else x.cos()
     r = py(code, env={"TORCHADA_SIMULATE": "1"})
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.split()[-2:] == ["True", "1"]
+
+
+# ------------------------------------------------------------------ code with a MUSA branch
+_BRANCHED = """
+def is_musa():
+    return torch.version.musa is not None
+def get_device():
+    if torch.cuda.is_available():
+        return "cuda"
+    return "musa" if is_musa() else "cpu"
+def get_device_sm():
+    if torch.cuda.is_available() or is_musa():
+        major, minor = torch.cuda.get_device_capability()
+        return major * 10 + minor
+    return 0
+def pick_by_torch_musa():
+    import torch_musa  # noqa: F401
+    return torch.cuda.is_available()
+def pick():
+    return "cuda" if torch.cuda.is_available() else "cpu"
+top_level = torch.cuda.is_available()
+"""
+
+
+def test_a_function_that_asks_about_musa_itself_gets_torchs_own_answers():
+    from torchada._cuda.capability import answers_for_cuda, cuda_capability
+
+    project = _exec(_BRANCHED, "some_project.utils")
+    musa = torch.musa.get_device_capability()
+    told = cuda_capability(musa) if answers_for_cuda() else musa
+    if BRANCH:
+        assert project["get_device"]() == "musa"
+        assert project["get_device_sm"]() == musa[0] * 10 + musa[1]  # 22: MUSA's own
+        assert project["pick_by_torch_musa"]() is False
+    else:
+        assert project["get_device"]() == ("cuda" if FOR_MUSA else "musa")
+        assert project["get_device_sm"]() == told[0] * 10 + told[1]
+        assert project["pick_by_torch_musa"]() is FOR_MUSA
+    # CUDA code: a function that does not ask about MUSA, and module-level code.
+    assert project["pick"]() == ("cuda" if FOR_MUSA else "cpu")
+    assert project["top_level"] is FOR_MUSA
+
+
+def test_what_counts_as_asking_about_musa():
+    def names(source: str):
+        return _available.asks_about_musa(compile(source, "<f>", "exec").co_consts[0])
+
+    assert names("def f(): return torch.musa.is_available()") == "musa"
+    assert names("def f(): import torch_musa") == "torch_musa"
+    assert names("def f(): return is_musa_available()") == "is_musa_available"
+    assert names("def f(x): return x.is_musa") == "is_musa"
+    # Not a MUSA probe: importing torchada (how CUDA code turns it on), a string, other names.
+    assert names("def f(): import torchada; return torch.cuda.is_available()") is None
+    assert names("def f(x): return x.device.type == 'musa'") is None
+    assert names("def f(): return FOR_MUSA or musa_props or answers_for_musa()") is None
+
+
+def test_torchadas_own_code_is_not_a_musa_branch():
+    own = _exec("def ask():\n    return torch.cuda.is_available(), torch.musa\n", "torchada.x")
+    assert own["ask"]()[0] is FOR_MUSA
