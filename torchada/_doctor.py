@@ -86,7 +86,7 @@ def _cuda_available(info: Dict[str, Any]) -> Dict[str, Any]:
     """What ``torch.cuda.is_available()`` answers here, and why (the switch, or the platform)."""
     import torch
 
-    from ._cuda.available import answers_for_musa
+    from ._cuda.available import MUSA_BRANCH_SWITCH, answers_for_musa, musa_branch_rule
 
     raw = os.environ.get("TORCHADA_FORCE_CUDA_AVAILABLE")
     for_musa = answers_for_musa()
@@ -97,6 +97,10 @@ def _cuda_available(info: Dict[str, Any]) -> Dict[str, Any]:
             f"TORCHADA_FORCE_CUDA_AVAILABLE={raw}" if raw else "the default"
         )
         why += "; torch's own answer inside the NVIDIA-only callers (tables/nvidia_callers.json)"
+        if musa_branch_rule():
+            why += " and in code with its own MUSA branch (docs/musa_branch.md)"
+        else:
+            why += f"; {MUSA_BRANCH_SWITCH}=0: code with its own MUSA branch gets it too"
     else:
         why = (
             f"torch's own answer, False on MUSA: TORCHADA_FORCE_CUDA_AVAILABLE={raw} "
