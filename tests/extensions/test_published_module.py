@@ -66,7 +66,9 @@ assert not hasattr(tce, "__torchada_original__")  # no proxy was installed by th
 assert CUDAExtension.__module__ == BuildExtension.__module__ == "torchada._extensions.cpp_extension"
 assert issubclass(BuildExtension, me.BuildExtension)
 assert CppExtension is tce.CppExtension and CUDA_HOME == me.MUSA_HOME
-assert include_paths("cuda") == include_paths(cuda=True) == me.include_paths(musa=True)
+from torchada.utils.cpp_extension import stable_compat_include_dir
+kit = [stable_compat_include_dir()]  # last, for a device build, as the published adapter gives
+assert include_paths("cuda") == include_paths(cuda=True) == me.include_paths(musa=True) + kit
 assert library_paths() == me.library_paths(musa=False)
 ext = CUDAExtension("demo", ["demo.cpp"], extra_compile_args={"nvcc": ["--use_fast_math"]})
 assert ext.extra_compile_args["mcc"] == ["-ffast-math"], ext.extra_compile_args
