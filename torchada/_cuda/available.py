@@ -95,13 +95,10 @@ def _qualname(frame: FrameType) -> str:
     return code.co_qualname if _HAS_QUALNAME else code.co_name  # type: ignore[attr-defined]
 
 
-_MUSA_NAMES: Dict[CodeType, Optional[str]] = {}
-
-
 def asks_about_musa(code: CodeType) -> Optional[str]:
     """The name through which the function of ``code`` asks about MUSA itself (``is_musa``,
     ``musa`` for ``torch.musa``, ``torch_musa``), or None; read from the names its own code
-    uses, once per code object.
+    uses (``co_names``).
 
     Example::
 
@@ -114,37 +111,37 @@ def asks_about_musa(code: CodeType) -> Optional[str]:
         >>> asks_about_musa((lambda: torch.cuda.is_available()).__code__) is None
         True
     """
-    try:
-        return _MUSA_NAMES[code]
-    except KeyError:
-        pass
-    found = next((name for name in code.co_names if _MUSA_NAME.fullmatch(name)), None)
-    if len(_MUSA_NAMES) > 4096:  # code made at run time (exec) must not pile up
-        _MUSA_NAMES.clear()
-    _MUSA_NAMES[code] = found
-    return found
+    return next((name for name in code.co_names if _MUSA_NAME.fullmatch(name)), None)
+
+
+# id(code) -> (code, its MUSA name or None), for each caller seen. Keyed by id, since a code
+# object's hash is computed from its contents on every lookup; the entry holds the code object,
+# so the id stays its own. Module-level code and torchada's own are None without a look.
+_BRANCH_CALLERS: Dict[int, Tuple[CodeType, Optional[str]]] = {}
 
 
 def _branch_caller(frame: FrameType) -> Optional[str]:
     """The MUSA name ``frame``'s function uses, if it is a function of code with its own MUSA
-    branch (not module-level code, not torchada's own)."""
+    branch (not module-level code, not torchada's own); once per code object."""
     code = frame.f_code
-    if code.co_name == "<module>":
-        return None
+    entry = _BRANCH_CALLERS.get(id(code))
+    if entry is not None and entry[0] is code:
+        return entry[1]
     module = str(frame.f_globals.get("__name__", ""))
-    if module.partition(".")[0] in _NOT_A_BRANCH:
-        return None
-    return asks_about_musa(code)
+    own = module.partition(".")[0] in _NOT_A_BRANCH
+    found = None if code.co_name == "<module>" or own else asks_about_musa(code)
+    if len(_BRANCH_CALLERS) > 4096:  # code made at run time (exec) must not pile up
+        _BRANCH_CALLERS.clear()
+    _BRANCH_CALLERS[id(code)] = (code, found)
+    return found
 
 
 _TOLD: set = set()
 
 
 def _note(frame: FrameType, question: str, truth: bool, why: str) -> None:
-    """Say at debug level, once per caller code object and answer, which answer it got and
-    why."""
-    if not logger.isEnabledFor(logging.DEBUG):
-        return
+    """Say at debug level (the caller checks the level), once per caller code object and
+    answer, which answer it got and why."""
     key = (frame.f_code, question, why)
     if key in _TOLD:
         return
@@ -190,7 +187,7 @@ def nvidia_caller(
             name = _qualname(frame)
             row = rows.get((module, name))
             if row is not None and depth <= row[0]:
-                if caller is not None:
+                if caller is not None and logger.isEnabledFor(logging.DEBUG):
                     kind = " (code with its own MUSA branch)" if row[1] else ""
                     _note(caller, question, True, f"of its row {module}:{name}{kind}")
                 return module, name
@@ -201,9 +198,11 @@ def nvidia_caller(
     if branch:
         musa = _branch_caller(caller)
         if musa is not None:
-            _note(caller, question, True, f"the function asks about MUSA itself ({musa})")
+            if logger.isEnabledFor(logging.DEBUG):
+                _note(caller, question, True, f"the function asks about MUSA itself ({musa})")
             return caller.f_globals.get("__name__"), _qualname(caller)
-    _note(caller, question, False, "it is CUDA code (no row, and it does not ask about MUSA)")
+    if logger.isEnabledFor(logging.DEBUG):
+        _note(caller, question, False, "it is CUDA code (no row, and it does not ask about MUSA)")
     return None
 
 
