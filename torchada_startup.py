@@ -33,7 +33,11 @@ Torch-free and torchada-free (importing the ``torchada`` package turns torchada 
 from __future__ import annotations
 
 import os
-from typing import Dict, List, MutableMapping, Optional, Sequence
+
+# Annotations only: importing typing would add milliseconds to the start of every child process.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Dict, List, MutableMapping, Optional
 
 CUDA = "CUDA_VISIBLE_DEVICES"
 MUSA = "MUSA_VISIBLE_DEVICES"
@@ -58,7 +62,7 @@ def driver_indices(value: str) -> List[int]:
         >>> driver_indices("2, 3"), driver_indices("0,x,1"), driver_indices("")
         ([2, 3], [0], [])
     """
-    out: List[int] = []
+    out: "List[int]" = []
     for item in value.split(","):
         item = item.strip()
         if not (item.isascii() and item.isdigit()) or int(item) in out:
@@ -84,7 +88,7 @@ def cuda_indices(cuda: str, musa: Optional[str] = None) -> List[int]:
         >>> cuda_indices("1,0"), cuda_indices("-1"), cuda_indices("0,-1,1")
         ([1, 0], [], [0])
     """
-    out: List[int] = []
+    out: "List[int]" = []
     for item in cuda.split(","):
         item = item.strip()
         if item.isascii() and item.isdigit():
@@ -194,7 +198,7 @@ def start(environ: Optional[MutableMapping[str, str]] = None) -> None:
     apply(changes, env)
 
 
-__all__: Sequence[str] = (
+__all__ = (
     "VisibleDevicesError",
     "apply",
     "cuda_indices",

@@ -56,25 +56,25 @@ def _time(benchmark, python: str, extra: dict) -> None:
     benchmark.pedantic(_start, args=(python, extra), rounds=40, warmup_rounds=3)
 
 
-@pytest.mark.benchmark(group="interpreter start: torchada.pth, torchada not active")
+@pytest.mark.benchmark(group="start-up .pth: torchada not active")
 def test_start_without_the_pth(benchmark, pythons):
     mark(benchmark, "baseline")
     _time(benchmark, pythons["without"], {})
 
 
-@pytest.mark.benchmark(group="interpreter start: torchada.pth, torchada not active")
+@pytest.mark.benchmark(group="start-up .pth: torchada not active")
 def test_start_with_the_pth_inactive(benchmark, pythons):
     mark(benchmark, "candidate", target=1.02)
     _time(benchmark, pythons["with"], {})
 
 
-@pytest.mark.benchmark(group="interpreter start: torchada.pth, torchada active")
+@pytest.mark.benchmark(group="start-up .pth: torchada active")
 def test_start_without_the_pth_active_env(benchmark, pythons):
     mark(benchmark, "baseline")
     _time(benchmark, pythons["without"], {"TORCHADA_ACTIVE": "1", "CUDA_VISIBLE_DEVICES": "1"})
 
 
-@pytest.mark.benchmark(group="interpreter start: torchada.pth, torchada active")
+@pytest.mark.benchmark(group="start-up .pth: torchada active")
 def test_start_with_the_pth_active(benchmark, pythons):
     mark(benchmark, "candidate")
     _time(benchmark, pythons["with"], {"TORCHADA_ACTIVE": "1", "CUDA_VISIBLE_DEVICES": "1"})
