@@ -164,7 +164,14 @@ def plan(environ: Optional[MutableMapping[str, str]] = None) -> Dict[str, Option
 
 
 def apply(changes: Dict[str, Optional[str]], environ: MutableMapping[str, str]) -> None:
-    """Make the changes :func:`plan` gave in ``environ``."""
+    """Make the changes :func:`plan` gave in ``environ``.
+
+    Example::
+
+        >>> env = {"CUDA_VISIBLE_DEVICES": "1", "MUSA_VISIBLE_DEVICES": "2,3"}
+        >>> apply(plan(env), env); env["MUSA_VISIBLE_DEVICES"], env["TORCHADA_MUSA_VISIBLE_BASE"]
+        ('3', '2,3')
+    """
     for name, value in changes.items():
         if value is None:
             environ.pop(name, None)
