@@ -214,9 +214,9 @@ def warnings_for(info: Dict[str, Any]) -> List[str]:
             "DataLoader workers) will not turn torchada on by themselves"
         )
     if info["platform"] == "musa":
-        from ._devices.visible import disagreement
+        from ._devices.visible import problem
 
-        visible = disagreement(env)
+        visible = problem(env)
         if visible is not None:
             out.append(visible)
     if info["torch_cuda_build"] and info["torch_musa"]:

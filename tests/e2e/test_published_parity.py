@@ -78,15 +78,22 @@ def test_children_follow_their_own_cuda_visible_devices():
     assert _last(r) == [[1, "1"], [2, None]]
 
 
-def test_musa_visible_devices_set_by_the_user_wins_with_a_warning():
-    env = {**SIM, "CUDA_VISIBLE_DEVICES": "1", "MUSA_VISIBLE_DEVICES": "0,1"}
-    r = run_python("import torchada\n" + COUNT, env=env)
-    assert _last(r) == [2, "0,1"]
-    warnings = [line for line in r.stderr.splitlines() if "UserWarning" in line]
-    assert len(warnings) == 1
-    assert "CUDA_VISIBLE_DEVICES='1' and MUSA_VISIBLE_DEVICES='0,1' disagree" in warnings[0]
+def test_cuda_visible_devices_counts_within_the_users_musa_visible_devices():
+    # A job given GPUs 2 and 3 through MUSA_VISIBLE_DEVICES; CUDA_VISIBLE_DEVICES=1 is its second.
+    env = {**SIM, "TORCHADA_SIM_DEVICES": "4", "CUDA_VISIBLE_DEVICES": "1"}
+    r = run_python("import torchada\n" + COUNT, env={**env, "MUSA_VISIBLE_DEVICES": "2,3"})
+    assert _last(r) == [1, "3"] and "UserWarning" not in r.stderr
+    # The same value in both is one setting written twice.
     r = run_python("import torchada\n" + COUNT, env={**env, "MUSA_VISIBLE_DEVICES": "1"})
     assert _last(r) == [1, "1"] and "UserWarning" not in r.stderr
+    # An index the user's MUSA_VISIBLE_DEVICES does not have is an error, not GPU 0.
+    r = run_python("import torchada\n" + COUNT, env={**env, "MUSA_VISIBLE_DEVICES": "0"})
+    assert r.returncode != 0
+    assert (
+        "CUDA_VISIBLE_DEVICES='1' cannot choose this process's GPUs within "
+        "MUSA_VISIBLE_DEVICES='0': it names GPU 1, and MUSA_VISIBLE_DEVICES gives this process "
+        "1 GPU (GPU 0)."
+    ) in r.stderr
 
 
 def test_disable_restores_the_visible_devices_environment():

@@ -1,21 +1,20 @@
 """``CUDA_VISIBLE_DEVICES`` on MUSA: launchers and schedulers written for NVIDIA pick devices with
 it, while the MUSA driver reads ``MUSA_VISIBLE_DEVICES``.
 
-The rule, applied when torchada turns on (before torch_musa first uses a device):
-
-- only ``CUDA_VISIBLE_DEVICES`` set: ``MUSA_VISIBLE_DEVICES`` takes its value;
-- ``MUSA_VISIBLE_DEVICES`` set by the user: it wins (it is the MUSA-specific setting, and the one
-  the driver reads); when ``CUDA_VISIBLE_DEVICES`` says otherwise, a warning names both;
-- a value torchada derived follows ``CUDA_VISIBLE_DEVICES``: a child process whose launcher set
-  another ``CUDA_VISIBLE_DEVICES`` (one device per worker, say) gets that one, not its parent's.
-
-``TORCHADA_MUSA_VISIBLE_FROM_CUDA`` remembers what was derived, so that a child can tell the two
-apart. ``CUDA_VISIBLE_DEVICES`` itself is never changed.
+The rule is ``torchada_startup.plan`` (its docstring and docs/devices.md say it in full):
+``CUDA_VISIBLE_DEVICES`` chooses GPUs within the ``MUSA_VISIBLE_DEVICES`` the user set
+(``MUSA_VISIBLE_DEVICES=2,3`` with ``CUDA_VISIBLE_DEVICES=1`` is physical GPU 3), read as CUDA reads
+it; what cannot be read that way (an index out of range, a UUID) is an error naming both.
+``TORCHADA_MUSA_VISIBLE_FROM_CUDA`` and ``TORCHADA_MUSA_VISIBLE_BASE`` remember what torchada
+derived and the user's value it replaced. ``CUDA_VISIBLE_DEVICES`` itself is never changed.
 
 When it must happen: before torch_musa is imported. torch_musa counts the devices while it imports
 (so the MUSA driver reads ``MUSA_VISIBLE_DEVICES`` then, once) and keeps the count, and ``import
-torch`` imports it through its entry point. A ``CUDA_VISIBLE_DEVICES`` set after that, or met by a
-torchada turned on after that, cannot change this process's devices; torchada then says so
+torch`` imports it through its entry point, before or after torchada's. So the rule is applied
+twice: at interpreter start by torchada's ``.pth`` file in every process that inherits
+``TORCHADA_ACTIVE`` (whatever the entry-point order), and here, when torchada turns on (for the
+process that turns it on first). A ``CUDA_VISIBLE_DEVICES`` set after torch_musa was imported, or
+met by a torchada turned on after that, cannot change this process's devices; torchada then says so
 (processes started from it still follow the rule). Unlike CUDA's, the count is not re-read before
 the device is first used.
 """
@@ -26,30 +25,29 @@ import os
 import sys
 from typing import Any, Mapping, Optional
 
+from torchada_startup import CUDA, DERIVED, MUSA, VisibleDevicesError, plan
+
 from .._core.warn import warn_once
 
-CUDA = "CUDA_VISIBLE_DEVICES"
-MUSA = "MUSA_VISIBLE_DEVICES"
-DERIVED = "TORCHADA_MUSA_VISIBLE_FROM_CUDA"
+__all__ = ["CUDA", "DERIVED", "MUSA", "problem", "sync"]
 
 
-def disagreement(environ: Optional[Mapping[str, str]] = None) -> Optional[str]:
-    """The warning for a user-set ``MUSA_VISIBLE_DEVICES`` that contradicts
-    ``CUDA_VISIBLE_DEVICES`` (``MUSA_VISIBLE_DEVICES`` is used), or None when they agree.
+def problem(environ: Optional[Mapping[str, str]] = None) -> Optional[str]:
+    """Why ``CUDA_VISIBLE_DEVICES`` cannot be read within ``MUSA_VISIBLE_DEVICES`` (the error
+    torchada raises when it turns on), or None when it can.
 
     Example::
 
-        >>> disagreement({"CUDA_VISIBLE_DEVICES": "1", "MUSA_VISIBLE_DEVICES": "0"}) is not None
+        >>> problem({"CUDA_VISIBLE_DEVICES": "1", "MUSA_VISIBLE_DEVICES": "0"}) is not None
+        True
+        >>> problem({"CUDA_VISIBLE_DEVICES": "1", "MUSA_VISIBLE_DEVICES": "0,1"}) is None
         True
     """
-    env = os.environ if environ is None else environ
-    cuda, musa = env.get(CUDA), env.get(MUSA)
-    if cuda is None or musa is None or musa == env.get(DERIVED) or musa.strip() == cuda.strip():
-        return None
-    return (
-        f"{CUDA}={cuda!r} and {MUSA}={musa!r} disagree; {MUSA} is used, as the MUSA driver "
-        f"reads it. Unset one of them or make them equal."
-    )
+    try:
+        plan(dict(os.environ if environ is None else environ))
+    except VisibleDevicesError as err:
+        return str(err)
+    return None
 
 
 def _devices_chosen() -> bool:
@@ -75,25 +73,20 @@ def _too_late(cuda: Optional[str], seen: Optional[str]) -> str:
 
 def sync(patcher: Any) -> None:
     """Apply the rule to ``os.environ``; ``patcher`` records every change for undo. A change made
-    after torch_musa was imported reaches only child processes: a warning says so."""
-    cuda = os.environ.get(CUDA)
+    after torch_musa was imported reaches only child processes: a warning says so. Raises
+    :class:`torchada_startup.VisibleDevicesError` (a ValueError) for a setting that cannot be
+    read, before anything is changed."""
+    changes = plan()
+    if not changes:
+        return
     musa = os.environ.get(MUSA)
-    derived = os.environ.get(DERIVED)
-    ours = musa is not None and musa == derived
-    if cuda is None:
-        if ours:  # CUDA_VISIBLE_DEVICES was unset after we derived from it: so is ours
-            if _devices_chosen():
-                warn_once(f"visible-late::{musa}", _too_late(None, musa))
-            patcher.del_env(MUSA)
-            patcher.del_env(DERIVED)
-        return
-    if musa is not None and not ours:
-        message = disagreement()
-        if message is not None:
-            warn_once(f"visible:{cuda}:{musa}", message)
-        return
-    if musa != cuda:
-        if _devices_chosen():
-            warn_once(f"visible-late:{cuda}:{musa}", _too_late(cuda, musa))
-        patcher.set_env(MUSA, cuda)
-        patcher.set_env(DERIVED, cuda)
+    if changes[MUSA] != musa and _devices_chosen():
+        warn_once(
+            f"visible-late:{os.environ.get(CUDA)}:{musa}",
+            _too_late(os.environ.get(CUDA), musa),
+        )
+    for name, value in changes.items():
+        if value is None:
+            patcher.del_env(name)
+        else:
+            patcher.set_env(name, value)
