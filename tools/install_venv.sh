@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
-# Installs into a venv (made first if missing) a pinned torch, torchada editable with its test
-# extras, and the heavy test libraries; each step first says what it installs, on stderr:
-#   tools/install_venv.sh VENV TORCH_VERSION NOTE
+# Installs into a venv (made first if missing) what one of the project's jobs needs; each step
+# first says what it installs, on stderr:
+#   tools/install_venv.sh VENV TORCH_VERSION NOTE [main|test|all]
+# main: the pinned torch and torchada editable with what its native builds need (ninja): what the
+#       main job (tools/example.sh) runs, and nothing else.
+# test: the test suite's libraries (pyproject's [test] extra and tools/heavy_test_libraries.sh),
+#       into a venv that main has made.
+# all (the default): main, then test.
 # NOTE begins each line ("torchada setup (once):"). On a terminal pip shows its own progress; in a
 # log (no terminal) each step is its one line. Used by tools/bootstrap.sh and tools/compat.sh,
-# which decide (by their stamps) whether it is needed.
+# which decide (by their stamps) which levels are needed.
 set -euo pipefail
 venv="$1"
 version="$2"
 note="$3"
+level="${4:-all}"
+case "$level" in
+  main | test | all) ;;
+  *) echo "install_venv.sh: level '$level' is not one of main, test, all" >&2; exit 2 ;;
+esac
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 py="${PYTHON:-python3}"
 start=$SECONDS
@@ -18,13 +28,19 @@ if [ ! -x "$venv/bin/python" ]; then
   "$py" -m venv "$venv"
 fi
 pip=("$venv/bin/python" -m pip install "$pip_output" --disable-pip-version-check)
-size="a CUDA build: about 3 GB with its nvidia libraries"
-[ "$version" != "2.13.0" ] || size="about 200 MB for the CPU build"
-# torch is pinned first: an unpinned torch would pull the newest (a multi-GB CUDA build).
-echo "$note installing torch $version ($size)..." >&2
-"${pip[@]}" "torch==$version"
-# torch pinned again, so no test dependency can move it.
-echo "$note installing torchada (editable) and the test suite's libraries..." >&2
-"${pip[@]}" -e "$repo[test]" "torch==$version"
-bash "$repo/tools/heavy_test_libraries.sh" "$venv/bin/python" "$version" "$note"
+if [ "$level" != test ]; then
+  size="a CUDA build: about 3 GB with its nvidia libraries"
+  [ "$version" != "2.13.0" ] || size="about 200 MB for the CPU build"
+  # torch is pinned first: an unpinned torch would pull the newest (a multi-GB CUDA build).
+  echo "$note installing torch $version ($size)..." >&2
+  "${pip[@]}" "torch==$version"
+  # torch pinned again, so that nothing moves it; [native]: ninja, for torchada's native builds.
+  echo "$note installing torchada (editable) and ninja..." >&2
+  "${pip[@]}" -e "$repo[native]" "torch==$version"
+fi
+if [ "$level" != main ]; then
+  echo "$note installing the test suite's libraries..." >&2
+  "${pip[@]}" -e "$repo[test]" "torch==$version"
+  bash "$repo/tools/heavy_test_libraries.sh" "$venv/bin/python" "$version" "$note"
+fi
 echo "$note done in $((SECONDS - start)) s; later runs skip it" >&2
