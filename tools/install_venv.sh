@@ -23,6 +23,31 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 py="${PYTHON:-python3}"
 start=$SECONDS
 if [ -t 1 ]; then pip_output=--progress-bar=on; else pip_output=-q; fi
+# In a log, where pip is quiet, a step says every 15 s that it is still going (a minute of silence
+# cannot be told from a hang); on a terminal pip's own progress shows it.
+ticking() {
+  local what="$1" started=$SECONDS ticker="" status=0
+  shift
+  if [ ! -t 1 ]; then
+    # Its sleep is stopped with it, so that no one waits on a pipe it holds open.
+    (
+      trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+      while :; do
+        sleep 15 & nap=$!
+        wait "$nap"
+        echo "$note still installing $what: $((SECONDS - started)) s so far" >&2
+      done
+    ) &
+    ticker=$!
+  fi
+  "$@" || status=$?
+  if [ -n "$ticker" ]; then kill "$ticker" 2>/dev/null; wait "$ticker" 2>/dev/null || true; fi
+  return "$status"
+}
+step() {
+  echo "$note installing $1..." >&2
+  ticking "$@"
+}
 if [ ! -x "$venv/bin/python" ]; then
   echo "$note creating the virtual environment $venv with $py..." >&2
   "$py" -m venv "$venv"
@@ -32,15 +57,14 @@ if [ "$level" != test ]; then
   size="a CUDA build: about 3 GB with its nvidia libraries"
   [ "$version" != "2.13.0" ] || size="about 200 MB for the CPU build"
   # torch is pinned first: an unpinned torch would pull the newest (a multi-GB CUDA build).
-  echo "$note installing torch $version ($size)..." >&2
-  "${pip[@]}" "torch==$version"
+  step "torch $version ($size)" "${pip[@]}" "torch==$version"
   # torch pinned again, so that nothing moves it; [native]: ninja, for torchada's native builds.
-  echo "$note installing torchada (editable) and ninja..." >&2
-  "${pip[@]}" -e "$repo[native]" "torch==$version"
+  step "torchada (editable) and ninja" "${pip[@]}" -e "$repo[native]" "torch==$version"
 fi
 if [ "$level" != main ]; then
-  echo "$note installing the test suite's libraries..." >&2
-  "${pip[@]}" -e "$repo[test]" "torch==$version"
-  bash "$repo/tools/heavy_test_libraries.sh" "$venv/bin/python" "$version" "$note"
+  step "the test suite's libraries" "${pip[@]}" -e "$repo[test]" "torch==$version"
+  # It says itself what it installs.
+  ticking "DeepSpeed and Megatron-core" \
+    bash "$repo/tools/heavy_test_libraries.sh" "$venv/bin/python" "$version" "$note"
 fi
 echo "$note done in $((SECONDS - start)) s; later runs skip it" >&2
