@@ -2,6 +2,6 @@
 # Runs the whole test suite on the simulated MUSA device (CPU only; GPU tests are skipped).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-source "$here/bootstrap.sh"
+TORCHADA_SETUP=test source "$here/bootstrap.sh"
 cd "$here/.."
 exec python -m pytest -q "$@"

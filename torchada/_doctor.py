@@ -62,6 +62,7 @@ def collect() -> Dict[str, Any]:
     state = getattr(native, "state", None)
     info["native_library"] = state() if callable(state) else "not loaded"
     info["cache"] = _cache_state()
+    info["native_build"] = _native_build()
     info["cuda_available"] = _cuda_available(info)
     info["cuda_capability"] = _capability_in_force(info)
     info["backend_name"] = _backend_name(info)
@@ -80,6 +81,14 @@ def _cache_state() -> Dict[str, Any]:
     out = _cache.describe(_cache.configured_root())
     out["in_use"] = str(_cache.cache_root())
     return out
+
+
+def _native_build() -> Dict[str, Any]:
+    # Whether the cache in use holds the native library's build for what is loaded now: a
+    # container image built with `python -m torchada build` should say yes. Never builds.
+    from torchada._native import library as _native
+
+    return _native.cached_build()
 
 
 def _cuda_available(info: Dict[str, Any]) -> Dict[str, Any]:
@@ -279,6 +288,16 @@ def render(info: Dict[str, Any]) -> str:
                 f"cache         {cache['path']} (owner {cache['owner']}, mode {cache['mode']}): "
                 + verdict
                 + ("" if cache["in_use"] == cache["path"] else f"; using {cache['in_use']}")
+            )
+    build = info.get("native_build")
+    if build:
+        if build["built"]:
+            lines.append(f"native build  built, in {build['path']}")
+        else:
+            where = f" (in {build['path']})" if "path" in build else f": {build['reason']}"
+            lines.append(
+                f"native build  not built{where}; the first use builds it, `python -m torchada "
+                "build` does it ahead of time"
             )
     lines.extend(_render_op_overrides(info["op_overrides"]))
     tele = info.get("telemetry")

@@ -4,7 +4,18 @@
 
 #include "sim_internal.h"
 
-#include <ATen/ATen.h>
+// The operators it calls, each by its own header: ATen/ATen.h would declare all of them (and
+// doubles this file's compile).
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/_local_scalar_dense.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/convolution.h>
+#include <ATen/ops/convolution_backward.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/from_blob.h>
+#include <ATen/ops/ones_like.h>
+#include <ATen/ops/zeros_like.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/autocast_mode.h>

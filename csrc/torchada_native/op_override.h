@@ -10,9 +10,11 @@
 
 #pragma once
 
+// The dispatcher, torch::Library and pybind11 with torch's type casters; not torch/extension.h,
+// which would bring in the C++ frontend and autograd into every override's compile.
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/Exception.h>
-#include <torch/extension.h>
+#include <torch/csrc/utils/pybind.h>
 #include <torch/library.h>
 #include <torch/version.h>
 

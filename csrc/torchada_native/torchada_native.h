@@ -5,7 +5,11 @@
 
 #pragma once
 
-#include <torch/extension.h>
+// Only what these declarations need: torch/extension.h would bring in most of torch (the C++
+// frontend, autograd, nn) and make each of the library's translation units a compile of it.
+// Each source includes the torch headers it uses.
+#include <c10/core/Device.h>
+#include <pybind11/pybind11.h>
 
 namespace torchada_native {
 
@@ -20,16 +24,16 @@ inline c10::Device to_musa(c10::Device d) {
 // New reference to torch.device("musa", index), cached per index (nullptr with an error set).
 PyObject* musa_device(c10::DeviceIndex index);
 
-// "cuda" devices served by the MUSA (PrivateUse1) backend: see device_translation.cpp.
+// "cuda" devices served by the MUSA (PrivateUse1) backend: dispatcher.cpp.
 void init_device_translation(pybind11::module_& m);
 
-// Tensor.to reading "cuda" devices as MUSA ones before torch compares devices: device_methods.cpp.
+// Tensor.to reading "cuda" devices as MUSA ones before torch compares devices: module.cpp.
 void init_device_methods(pybind11::module_& m);
 
-// torch.device("cuda:N") == musa:N and Tensor.is_cuda on musa tensors: device_identity.cpp.
+// torch.device("cuda:N") == musa:N and Tensor.is_cuda on musa tensors: module.cpp.
 void init_device_identity(pybind11::module_& m);
 
-// Operator overrides for the MUSA key, installed one by one from Python: op_overrides.cpp.
+// Operator overrides for the MUSA key, installed one by one from Python: dispatcher.cpp.
 void init_op_overrides(pybind11::module_& m);
 
 }  // namespace torchada_native

@@ -123,3 +123,30 @@ def test_doctor_on_cpu_and_bad_argument(py):
     assert "installs nothing here" in r.stdout
     r = py("import sys; from torchada.__main__ import main; sys.exit(main(['doctor', '--x']))")
     assert r.returncode == 2 and "unknown argument '--x'" in r.stderr
+
+
+def _main(*argv: str) -> str:
+    return f"import sys; from torchada.__main__ import main; sys.exit(main({list(argv)!r}))"
+
+
+def test_doctor_says_whether_the_cache_in_use_holds_the_native_build(py, tmp_path):
+    # `python -m torchada build` fills the cache (as a container image's build step does) ...
+    sim = {"TORCHADA_SIMULATE": "1", "TORCHADA_QUIET": "1"}
+    r = py(_main("build", "--json"), env=sim, timeout=1200)
+    assert r.returncode == 0, r.stderr
+    built = json.loads(r.stdout)
+    # ... and doctor, in a later process, finds that very build there.
+    r = py(_main("doctor", "--json"), env=sim)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["native_build"] == {
+        "built": True,
+        "path": os.path.dirname(built["path"]),
+    }
+    # An empty cache: not built, and where the build would go; asking builds nothing.
+    empty = tmp_path / "cache"
+    r = py(_main("doctor"), env={"TORCHADA_CACHE_DIR": str(empty)})
+    assert r.returncode == 0, r.stderr
+    line = next(x for x in r.stdout.splitlines() if x.startswith("native build"))
+    assert line.startswith(f"native build  not built (in {empty / 'torchada_native'}{os.sep}")
+    assert line.endswith("first use builds it, `python -m torchada build` does it ahead of time")
+    assert not list(empty.glob("torchada_native/*/.complete"))

@@ -1,5 +1,6 @@
 """What a native build shows while it runs (torchada._native.progress): on a terminal one line
-redrawn with ninja's ``[n/m]`` and the seconds so far; in a log, or with ``TORCHADA_QUIET=1``,
+redrawn with ninja's ``[n/m]`` and the seconds so far; in a log one line at the start, one
+every 15 s with the count and the seconds so far, and one at the end; with ``TORCHADA_QUIET=1``
 exactly one line at the start and one at the end; a wait for another process's build names that
 process. Plain C libraries of two one-line sources: each build takes a fraction of a second.
 """
@@ -68,6 +69,53 @@ def test_in_a_log_a_build_is_one_line_at_the_start_and_one_at_the_end(two, capsy
     assert lines[0] == START and END.fullmatch(lines[1])
     _build.build_shared_libraries("two", two)  # cached: nothing to say
     assert capsys.readouterr().err == ""
+
+
+def _slow_compiler(tmp_path, monkeypatch, seconds):
+    """``CC``: the compiler, after ``seconds`` of sleep; one compile at a time."""
+    cc = tmp_path / "slow-cc"
+    cc.write_text(f'#!/bin/sh\nsleep {seconds}\nexec {_build.c_compiler()} "$@"\n')
+    cc.chmod(0o755)
+    monkeypatch.setenv("CC", str(cc))
+    monkeypatch.setenv("MAX_JOBS", "1")
+
+
+ONGOING = re.compile(r"torchada: still building 'two':( \[[12]/2\])? \d+ s so far")
+
+
+def test_in_a_log_a_long_build_says_every_few_seconds_how_far_it_is(
+    two, tmp_path, monkeypatch, capsys
+):
+    _slow_compiler(tmp_path, monkeypatch, 0.6)
+    monkeypatch.setattr(_progress, "LOG_EVERY_SECONDS", 0.1)  # 15 s in use
+    _build.build_shared_libraries("two", two)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == START and END.fullmatch(lines[-1]), lines
+    between = lines[1:-1]
+    assert len(between) >= 5 and all(ONGOING.fullmatch(line) for line in between), lines
+    # ninja's count as it went: none done, then the first of the two.
+    assert "[1/2]" not in between[0] and any("[1/2]" in line for line in between), lines
+
+
+def test_quiet_keeps_a_long_build_to_its_first_and_last_line_in_a_log(
+    two, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("TORCHADA_QUIET", "1")
+    _slow_compiler(tmp_path, monkeypatch, 0.3)
+    monkeypatch.setattr(_progress, "LOG_EVERY_SECONDS", 0.05)
+    _build.build_shared_libraries("two", two)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and lines[0] == START and END.fullmatch(lines[1]), lines
+
+
+def test_the_log_line_says_what_it_waits_for_and_the_seconds_so_far():
+    out = io.StringIO()
+    with _progress.Progress("torchada: waiting...", "done", stream=out, log_every=0.05) as shown:
+        shown.status("[3/7]")
+        time.sleep(0.3)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "torchada: waiting..." and lines[-1] == "done"
+    assert lines[1:-1] and set(lines[1:-1]) == {"torchada: waiting: [3/7] 0 s so far"}
 
 
 def test_on_a_terminal_the_line_shows_ninjas_count_then_the_time(two, monkeypatch):

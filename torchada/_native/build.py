@@ -5,7 +5,8 @@ Two kinds of artefact go through here, both driven by ninja:
 - plain C shared libraries (our own ``build.ninja``), e.g. the simulator's ``libmusart.so``.
 
 Either way ninja runs through :func:`torchada._native.progress.run_ninja`: a cold build shows
-ninja's ``[n/m]`` on a terminal, and one line at each end in a log (:mod:`.progress`).
+ninja's ``[n/m]`` on a terminal; in a log one line at each end and one every 15 s between them
+(:mod:`.progress`).
 
 The lock is ``fcntl.flock`` on a file beside the build directory: the kernel drops it when the
 holder dies, so a build killed half-way never makes a later import wait forever (torch's own lock
@@ -260,6 +261,7 @@ def _wait_for_lock(fh: Any, path: Path, what: str) -> None:
         f"torchada: waiting for {who} to finish building {what} (lock {path})...",
         f"torchada: {who} is done with {what}; waited {{seconds:.1f}} s",
         f"torchada: stopped waiting for {who} after {{seconds:.1f}} s",
+        ongoing=f"torchada: still waiting for {who} to finish building {what}",
     ):
         while True:
             try:
@@ -320,6 +322,7 @@ def _showing(what: str) -> Progress:
         f"torchada: building {what} (first use, cached afterwards)...",
         f"torchada: built {what} in {{seconds:.1f}} s",
         f"torchada: building {what} failed after {{seconds:.1f}} s",
+        ongoing=f"torchada: still building {what}",
     )
 
 
@@ -441,6 +444,45 @@ def _musa_arch_list(arch: Optional[str]) -> ContextManager[None]:
     return temporary_env("TORCH_MUSA_ARCH_LIST", None if arch is None else arch.split("_", 1)[-1])
 
 
+def torch_extension_dir(
+    name: str,
+    sources: Sequence[Path],
+    extra_cflags: Sequence[str] = (),
+    key_extra: Sequence[str] = (),
+    extra_include_paths: Sequence[Path] = (),
+    musa_arch: Optional[str] = None,
+) -> Path:
+    """Where :func:`load_torch_extension` with these arguments keeps its build (built or not).
+
+    Example::
+
+        >>> torch_extension_dir("x", [Path("x.cpp")])  # doctest: +SKIP
+        PosixPath('/home/me/.cache/torchada/x/0123456789abcdef')
+    """
+    import torch
+
+    include_paths = [str(p) for p in extra_include_paths]
+    # Only what is given joins the key: callers without extras keep the keys they always had.
+    extras = [*extra_cflags, *include_paths, *key_extra, *([musa_arch] if musa_arch else [])]
+    # csrc/torch_features.h, which every native source may include, is part of every key.
+    extras.append(f"csrc {headers_digest(csrc_dir())}")
+    key = build_key([Path(s) for s in sources], torch.__version__, *extras)
+    return _build_dir(name, key, [f"{name}.so"])
+
+
+def is_built(name: str, build_dir: Path) -> bool:
+    """Whether ``build_dir`` (from :func:`torch_extension_dir`) holds a completed, intact build
+    of extension ``name``: what the next load takes without building.
+
+    Example::
+
+        >>> is_built("x", Path("/nonexistent"))
+        False
+    """
+    done = build_dir / ".complete"
+    return done.exists() and _intact(done, [build_dir / f"{name}.so"])
+
+
 def load_torch_extension(
     name: str,
     sources: Sequence[Path],
@@ -457,27 +499,22 @@ def load_torch_extension(
     result depends on: headers, torch_musa's version, the MUSA target). ``.mu`` sources go
     through torch_musa's loader with ``musa_arch`` (``mp_22``) as the target.
     """
-    import torch
-
     sources = [Path(s) for s in sources]
     with_musa = any(_is_musa_source(s) for s in sources)
     include_paths = [str(p) for p in extra_include_paths]
-    # Only what is given joins the key: callers without extras keep the keys they always had.
-    extras = [*extra_cflags, *include_paths, *key_extra, *([musa_arch] if musa_arch else [])]
-    # csrc/torch_features.h, which every native source may include, is part of every key.
-    extras.append(f"csrc {headers_digest(csrc_dir())}")
-    key = build_key(sources, torch.__version__, *extras)
-    build_dir = _build_dir(name, key, [f"{name}.so"])
+    build_dir = torch_extension_dir(
+        name, sources, extra_cflags, key_extra, extra_include_paths, musa_arch
+    )
     artefact = build_dir / f"{name}.so"
     # The marker, not the .so, says "done": a link killed half-way can leave a truncated .so.
     done = build_dir / ".complete"
     start = time.perf_counter()
-    if done.exists() and _intact(done, [artefact]):
+    if is_built(name, build_dir):
         module = _load_extension_file(name, artefact)
         _records[name] = BuildRecord(name, artefact, False, time.perf_counter() - start)
         return module
     with _locked(build_dir.with_suffix(".lock"), f"native library '{name}'"):
-        if done.exists() and _intact(done, [artefact]):  # built by another process meanwhile
+        if is_built(name, build_dir):  # built by another process meanwhile
             module = _load_extension_file(name, artefact)
             _records[name] = BuildRecord(name, artefact, False, time.perf_counter() - start)
             return module

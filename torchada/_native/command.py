@@ -21,8 +21,9 @@ could not be built or loaded (the reason is printed).
 
 Run it once after installing torchada (and after upgrading torch or torch_musa): the build takes
 a minute or more on a slow machine, and the first program that uses torchada is then spared that
-wait. While it builds, a terminal shows ninja's [n/m] count and the seconds so far; a log (or
-TORCHADA_QUIET=1) gets one line when a build starts and one with its time when it is done.
+wait. While it builds, a terminal shows ninja's [n/m] count and the seconds so far; a log gets
+one line when a build starts, one every 15 s with the count and the seconds so far, and one with
+its time when it is done (TORCHADA_QUIET=1: the first and the last only).
 
 options:
   -h, --help  show this help message and exit

@@ -165,6 +165,45 @@ def log_musa_skip(name: str, build: Plan) -> None:
         logger.info("torchada: %s: MUSA kernels %s", name, build.musa_note())
 
 
+def _build_arguments() -> "tuple[Plan, Dict[str, Any]]":
+    """The plan, and the arguments of the library's ``load_torch_extension`` (less ``verbose``)."""
+    from .build import headers_digest
+
+    build = plan()
+    if not build.sources:
+        raise FileNotFoundError(f"no native sources under {source_dir()}")
+    # NDEBUG as in torch's release builds: header-inlined debug asserts stay off.
+    cflags = ["-DNDEBUG"] + ([f"-D{WITH_MUSA_KERNELS}"] if build.compiles_musa else [])
+    return build, {
+        "sources": build.sources,
+        "extra_cflags": cflags,
+        "key_extra": [f"headers {headers_digest(source_dir())}", torch_musa_version()],
+        "musa_arch": build.arch,
+    }
+
+
+def cached_build() -> Dict[str, Any]:
+    """Whether the cache in use holds this library's build for the torch, torch_musa and sources
+    loaded now (built ahead of time, say into a container image, or by an earlier run): ``{"built":
+    bool, "path": its directory}``, or ``{"built": False, "reason": ...}`` when the build's
+    arguments cannot be known. Builds nothing.
+
+    Example::
+
+        >>> from torchada._native import library
+        >>> library.cached_build()["built"]  # doctest: +SKIP
+        True
+    """
+    from .build import is_built, torch_extension_dir
+
+    try:
+        _, args = _build_arguments()
+        where = torch_extension_dir(LIBRARY_NAME, **args)
+    except (OSError, ValueError) as err:
+        return {"built": False, "reason": f"{type(err).__name__}: {err}"}
+    return {"built": is_built(LIBRARY_NAME, where), "path": str(where)}
+
+
 def load() -> Optional[ModuleType]:
     """The native module, building it on first use; None when unavailable (see :func:`state`)."""
     global _module
@@ -179,22 +218,13 @@ def load() -> Optional[ModuleType]:
             return None
         if _state.get("status") == "failed":
             return None  # one attempt per process: a failed build is not retried on every call
-        from .build import describe_failure, headers_digest, load_torch_extension, verbose_builds
+        from .build import describe_failure, load_torch_extension, verbose_builds
 
         try:
-            build = plan()
-            if not build.sources:
-                raise FileNotFoundError(f"no native sources under {source_dir()}")
+            build, args = _build_arguments()
             log_musa_skip(LIBRARY_NAME, build)
-            # NDEBUG as in torch's release builds: header-inlined debug asserts stay off.
-            cflags = ["-DNDEBUG"] + ([f"-D{WITH_MUSA_KERNELS}"] if build.compiles_musa else [])
             module = load_torch_extension(
-                LIBRARY_NAME,
-                build.sources,
-                extra_cflags=cflags,
-                key_extra=[f"headers {headers_digest(source_dir())}", torch_musa_version()],
-                verbose=verbose_builds(VERBOSE_ENV),
-                musa_arch=build.arch,
+                LIBRARY_NAME, **args, verbose=verbose_builds(VERBOSE_ENV)
             )
         except Exception as err:  # any build or import failure means: use the fallback
             _state.clear()

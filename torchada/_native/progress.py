@@ -4,8 +4,10 @@ A cold build takes from a second to minutes; silence cannot be told from a hang.
 
 - on a terminal: one line, redrawn every second with ninja's own ``[n/m]`` count and the seconds
   so far, replaced at the end by one line with the elapsed time;
-- elsewhere (a pipe, a CI log), or with ``TORCHADA_QUIET=1``: one line at the start and one at
-  the end, no more.
+- elsewhere (a pipe, a CI log, ``kubectl logs``): one line at the start, then every
+  :data:`LOG_EVERY_SECONDS` a line with ninja's ``[n/m]`` and the seconds so far (a log that stays
+  silent for a minute cannot be told from a hung process), and one line at the end;
+- with ``TORCHADA_QUIET=1``: one line at the start and one at the end, no more.
 
 Ninja itself is run by :func:`run_ninja`, which relays its status lines here and keeps its whole
 output for the error message of a failed build.
@@ -27,6 +29,8 @@ from .._core.env import flag
 
 QUIET_ENV = "TORCHADA_QUIET"
 REDRAW_SECONDS = 1.0
+# How often a build says it is still going where the line cannot be redrawn (a log).
+LOG_EVERY_SECONDS = 15.0
 
 # ninja's status line as NINJA_STATUS sets it below: "[3/7] " then the command.
 _STATUS = re.compile(r"^\[(\d+)/(\d+)\] ")
@@ -61,7 +65,9 @@ def _columns(stream: TextIO) -> int:
 class Progress:
     """One build's (or one wait's) lines on stderr: ``start`` when entered, ``done`` (with the
     elapsed seconds) when left, ``failed`` when left by an exception; on a terminal the start line
-    is redrawn every second with :meth:`status` and the seconds so far.
+    is redrawn every second with :meth:`status` and the seconds so far. Elsewhere, unless
+    ``TORCHADA_QUIET`` is on, a line every ``log_every`` seconds says the same: ``ongoing``
+    (default: ``start`` without its trailing dots), the status and the seconds so far.
 
     Example::
 
@@ -82,6 +88,8 @@ class Progress:
         *,
         stream: Optional[TextIO] = None,
         redraw: Optional[bool] = None,
+        ongoing: str = "",
+        log_every: Optional[float] = None,
     ) -> None:
         self.start_text = start
         self.done_text = done
@@ -89,6 +97,10 @@ class Progress:
         # No stderr at all (pythonw, a daemon): the lines go nowhere.
         self.stream = stream or sys.stderr or io.StringIO()
         self.redraw = live(self.stream) if redraw is None else redraw
+        self.ongoing_text = ongoing or start.rstrip(".")
+        if log_every is None:
+            log_every = 0.0 if self.redraw or flag(QUIET_ENV) else LOG_EVERY_SECONDS
+        self.log_every = log_every
         self.started = time.perf_counter()
         self._ended: Optional[float] = None
         self._status = ""
@@ -122,9 +134,11 @@ class Progress:
                 self._draw()
             else:
                 self._write_line(self.start_text)
-        if self.redraw:
+        if self.redraw or self.log_every > 0:
             self._ticker = threading.Thread(
-                target=self._tick, name="torchada-progress", daemon=True
+                target=self._tick if self.redraw else self._log,
+                name="torchada-progress",
+                daemon=True,
             )
             self._ticker.start()
         return self
@@ -149,6 +163,12 @@ class Progress:
         while not self._stop.wait(REDRAW_SECONDS):
             with self._lock:
                 self._draw()
+
+    def _log(self) -> None:
+        while not self._stop.wait(self.log_every):
+            with self._lock:
+                status = f" {self._status}" if self._status else ""
+                self._write_line(f"{self.ongoing_text}:{status} {self.seconds:.0f} s so far")
 
     def _draw(self) -> None:
         # Held under the lock. One terminal row: a line that wraps cannot be redrawn with "\r".

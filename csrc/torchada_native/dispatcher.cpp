@@ -1,8 +1,32 @@
+// The dispatcher's side of torchada's native library, in one translation unit: device translation
+// below Python (CUDA kernels and guard that serve the MUSA backend), then torchada's operator
+// overrides. The Python side is the other unit (module.cpp), so that two cores build the library.
+
+#include "torchada_native.h"
+#include "../torch_features.h"
+#include "op_override.h"
+
+// torch/library.h before the generated ATen/ops headers, which expect the tensor types declared.
+#include <torch/library.h>
+#include <ATen/ops/empty_ops.h>
+#include <ATen/ops/empty_strided_ops.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <ATen/ops/abs.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/lt.h>
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <vector>
+#include <limits>
+
+// =================================================================================================
 // "cuda" devices served by the MUSA backend (PrivateUse1), with no Python on the way.
 //
 // In a PyTorch build without CUDA, a "cuda" factory reaches the dispatcher with the CUDA key (after
 // torch.cuda._lazy_init(), which torchada answers with torch_musa's), where no kernel exists, and
-// moving a tensor to "cuda" asks for a CUDA device guard, whose slot is empty. This file fills both
+// moving a tensor to "cuda" asks for a CUDA device guard, whose slot is empty. This part fills both
 // slots, at run time and only when asked (so loading the library changes nothing):
 //   - unboxed CUDA kernels for empty.memory_format / empty_strided (every factory, *_like, new_*
 //     and _to_copy allocate through them) that redispatch straight to the PrivateUse1 kernel;
@@ -16,19 +40,6 @@
 // the way they would without torchada (NotImplementedError from kernels, "not linked with support
 // for cuda devices" from the guard).
 
-#include "torchada_native.h"
-
-#include <ATen/ops/empty_ops.h>
-#include <ATen/ops/empty_strided_ops.h>
-#include <c10/core/impl/DeviceGuardImplInterface.h>
-#include <torch/library.h>
-
-#include "../torch_features.h"
-
-#include <atomic>
-#include <mutex>
-#include <string>
-#include <vector>
 
 namespace torchada_native {
 namespace {
@@ -381,5 +392,47 @@ void init_device_translation(pybind11::module_& m) {
   m.def("set_device_translation_enabled", [](bool on) { g_enabled.store(on); });
   m.def("device_translation_enabled", [] { return enabled(); });
 }
+
+}  // namespace torchada_native
+
+// =================================================================================================
+// torchada's operator overrides for the MUSA backend. Installed only when asked for
+// (TORCHADA_ENABLE_CPP_OPS=1) through torchada._ops.overrides; see op_override.h for the contract and
+// docs/native_ops.md for how to add one.
+
+namespace torchada_native {
+namespace {
+
+// ---------------------------------------------------------------- isfinite
+// torch's isfinite is a composite of four device kernels, (x == x) * (|x| != inf); for the
+// floating dtypes one comparison says the same, |x| < inf (false for NaN and for +-inf): two
+// kernels, and nothing is read back to the host. Other dtypes keep the previous kernel.
+at::Tensor isfinite(const at::Tensor& self);
+
+torchada_ops::Override isfinite_override{
+    "isfinite", "aten::isfinite",
+    "floating dtypes as |x| < inf: two device kernels instead of four, no host round trip",
+    TORCHADA_KERNEL(isfinite)};
+
+at::Tensor isfinite(const at::Tensor& self) {
+  if (!torchada_ops::is_standard_floating(self.scalar_type())) {
+    isfinite_override.trace(self, "previous kernel");
+    return isfinite_override.previous<at::Tensor>(self);
+  }
+  isfinite_override.trace(self, "|x| < inf");
+  // Written into a tensor laid out like the input, as torch's result is, whatever layout the
+  // backend's abs returns.
+  at::Tensor out = at::empty_like(self, self.options().dtype(at::kBool));
+  return at::lt_out(out, at::abs(self), std::numeric_limits<double>::infinity());
+}
+
+// ---------------------------------------------------------------- table
+torchada_ops::Override* const kOverrides[] = {
+    &isfinite_override,
+};
+
+}  // namespace
+
+void init_op_overrides(pybind11::module_& m) { torchada_ops::bind(m, kOverrides); }
 
 }  // namespace torchada_native
