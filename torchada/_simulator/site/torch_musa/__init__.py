@@ -1,7 +1,9 @@
 """torch_musa, simulated on the CPU by torchada (see torchada/_simulator).
 
-Import order follows torch_musa 2.7.1's own __init__: rename the backend, load the C module, bind
-``torch.musa``, then the device, stream, amp and memory APIs and the attributes it sets on torch.
+Import order follows torch_musa's own __init__: the version gate, rename the backend, load the C
+module (from 2.9.1: align the RNG to TORCH_RNG_ALIGN), bind ``torch.musa``, then the device,
+stream, amp and memory APIs and the attributes it sets on torch. What differs between the
+simulated releases (TORCHADA_SIM_RELEASE) comes from torchada/_simulator/releases.json.
 Names torch_musa lacks (``nvtx``, ``CUDAGraph``, ``memory_cached``, ...) are absent here too.
 """
 
