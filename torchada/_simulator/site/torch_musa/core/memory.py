@@ -88,20 +88,7 @@ def memory_stats_as_nested_dict(device=None):
 
 
 def memory_stats(device=None):
-    result = []
-
-    def _flatten(prefix, obj):
-        if isinstance(obj, dict):
-            if prefix:
-                prefix += "."
-            for k, v in obj.items():
-                _flatten(prefix + k, v)
-        else:
-            result.append((prefix, obj))
-
-    _flatten("", memory_stats_as_nested_dict(device=device))
-    result.sort()
-    return collections.OrderedDict(result)
+    return _support.flat_stats(memory_stats_as_nested_dict(device=device))
 
 
 def memory_stats_all():
@@ -323,20 +310,7 @@ if _MEMORY_NAMES != "2.7.1":
         }
 
     def host_memory_stats():
-        result = []
-
-        def _flatten(prefix, obj):
-            if isinstance(obj, dict):
-                if prefix:
-                    prefix += "."
-                for k, v in obj.items():
-                    _flatten(prefix + k, v)
-            else:
-                result.append((prefix, obj))
-
-        _flatten("", host_memory_stats_as_nested_dict())
-        result.sort()
-        return collections.OrderedDict(result)
+        return _support.flat_stats(host_memory_stats_as_nested_dict())
 
     def reset_accumulated_host_memory_stats():
         pass  # pinned memory keeps no statistics on the simulator
