@@ -2,6 +2,7 @@
 real torch_musa has no such names, so a program (or torchada) that reached for one would pass on
 the simulator and fail on the hardware."""
 
+import collections
 import types
 
 import torch
@@ -45,3 +46,27 @@ def with_globals(fn: types.FunctionType, **names) -> types.FunctionType:
     )
     copy.__kwdefaults__ = fn.__kwdefaults__
     return copy
+
+
+def flat_stats(nested: dict) -> "collections.OrderedDict":
+    """torch's flattening of nested memory statistics: dotted keys, sorted.
+
+    Example::
+
+        >>> flat_stats({"a": {"b": 1}, "c": 2})
+        OrderedDict([('a.b', 1), ('c', 2)])
+    """
+    result = []
+
+    def _flatten(prefix, obj):
+        if isinstance(obj, dict):
+            if prefix:
+                prefix += "."
+            for k, v in obj.items():
+                _flatten(prefix + k, v)
+        else:
+            result.append((prefix, obj))
+
+    _flatten("", nested)
+    result.sort()
+    return collections.OrderedDict(result)
