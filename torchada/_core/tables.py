@@ -647,6 +647,18 @@ class CapabilityTable(Row):
         return self
 
 
+# ------------------------------------------------------------------ torch_musa releases
+@record
+class ReleaseTable(Row):
+    """Defects of torch_musa releases that torchada works around: defect -> releases that have
+    it (PEP 440 release strings without the ``+local`` tag)."""
+
+    doc: str = column(_STR, key="_doc")
+    defects: Dict[str, List[str]] = column(
+        _mapping_of(_list_of(_name, as_list=True), as_dict=True)
+    )
+
+
 # ------------------------------------------------------------------ loading
 #: The schema of each table, by file stem.
 SCHEMAS: Dict[str, Type[Row]] = {
@@ -662,6 +674,7 @@ SCHEMAS: Dict[str, Type[Row]] = {
     "libraries": LibraryTable,
     "nvidia_callers": NvidiaCallerTable,
     "cuda_capability": CapabilityTable,
+    "torch_musa_releases": ReleaseTable,
 }
 
 
@@ -691,7 +704,7 @@ def _load(stem: str) -> Any:
 #: (the command line, the simulator), where the others are not needed; the NVIDIA-only callers
 #: when a program first asks torch.cuda.is_available(), not at activation; the capabilities when
 #: it first asks for one.
-_ON_THEIR_OWN = ("switches", "nvidia_callers", "cuda_capability")
+_ON_THEIR_OWN = ("switches", "nvidia_callers", "cuda_capability", "torch_musa_releases")
 #: The rest are read together: activation reads nearly all of them, and each cached file costs
 #: more to find and open than its contents cost to read.
 _TOGETHER = tuple(stem for stem in SCHEMAS if stem not in _ON_THEIR_OWN)
