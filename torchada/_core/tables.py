@@ -704,7 +704,7 @@ def _load(stem: str) -> Any:
 #: (the command line, the simulator), where the others are not needed; the NVIDIA-only callers
 #: when a program first asks torch.cuda.is_available(), not at activation; the capabilities when
 #: it first asks for one.
-_ON_THEIR_OWN = ("switches", "nvidia_callers", "cuda_capability", "torch_musa_releases")
+_ON_THEIR_OWN = ("switches", "nvidia_callers", "cuda_capability")
 #: The rest are read together: activation reads nearly all of them, and each cached file costs
 #: more to find and open than its contents cost to read.
 _TOGETHER = tuple(stem for stem in SCHEMAS if stem not in _ON_THEIR_OWN)
