@@ -299,20 +299,7 @@ def _native_first(name: str, ours: Any) -> Any:
 
 
 # Names this module serves (the rest of torch.accelerator is torch's, working as it is).
-SERVED = (
-    "empty_cache",
-    "empty_host_cache",
-    "memory_stats",
-    "memory_allocated",
-    "max_memory_allocated",
-    "memory_reserved",
-    "max_memory_reserved",
-    "reset_accumulated_memory_stats",
-    "reset_peak_memory_stats",
-    "get_memory_info",
-    "get_device_capability",
-    "current_stream",
-)
+SERVED = MEMORY + ("get_device_capability", "current_stream")
 
 
 def install(patcher: Patcher) -> None:
