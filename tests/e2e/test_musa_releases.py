@@ -73,3 +73,22 @@ def test_rotation_learns_the_installed_layout(torchada_on):
         assert stats["on"] and stats["has_graph_exec_offset"] == 18
     else:
         assert stats["on"] and stats["has_graph_exec_offset"] == 17
+
+
+@pytest.mark.skipif(
+    not hasattr(getattr(torch, "accelerator", None), "memory_allocated"),
+    reason="this torch has no torch.accelerator memory functions (before 2.9)",
+)
+def test_accelerator_memory_native_where_the_release_serves_it(torchada_on):
+    from torchada._torch import accelerator as served
+
+    x = torch.empty(1 << 16, dtype=torch.uint8, device="cuda")
+    allocated = torch.accelerator.memory_allocated()
+    assert allocated == torch.musa.memory_allocated() and allocated >= 1 << 16
+    native = served.native_memory()
+    assert native in (True, False)
+    if native:  # torch's own functions are back: torchada is out of the way
+        assert torch.accelerator.memory_allocated is served._torch_memory["memory_allocated"]
+    else:
+        assert torch.accelerator.memory_allocated.__module__ == served.__name__
+    del x
