@@ -92,3 +92,26 @@ def test_accelerator_memory_native_where_the_release_serves_it(torchada_on):
     else:
         assert torch.accelerator.memory_allocated.__module__ == served.__name__
     del x
+
+
+FSDP_CPU = os.path.join(PROGRAMS, "fsdp2_cpu_mesh.py")
+
+
+@pytest.mark.parametrize("mode", ["runner", "import"])
+def test_fully_shard_on_a_cpu_mesh_takes_torchs_path(mode, cuda_program, tmp_path):
+    out = program_result(cuda_program(mode, FSDP_CPU, [], workdir=tmp_path))
+    assert out["mesh_device_type"] == "cpu" and out["param_type"] == "DTensor"
+    assert out["local_device"] == "cpu" and out["gpu"] == "musa:0"
+    assert out["loss_diff"] < 1e-6 and out["grad_diff"] < 1e-6
+
+
+def test_fsdp2_routing_is_installed_exactly_where_torch_musa_wraps_fully_shard(torchada_on):
+    import torch.distributed.fsdp as fsdp
+
+    from torchada._distributed import fsdp2
+
+    wrapped = fsdp2.musa_wrapper()
+    if wrapped is None:  # a release that leaves fully_shard alone: torch's own function
+        assert fsdp.fully_shard is fsdp._fully_shard._fully_shard.fully_shard
+    else:
+        assert fsdp.fully_shard.__code__.co_filename == fsdp2.__file__
