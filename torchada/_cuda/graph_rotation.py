@@ -475,11 +475,13 @@ def _start_rotating(state: _State, patcher: "Patcher") -> None:
 
     _replace(patcher, cls, "replay", replay_rotating)
     _replace(patcher, cls, "reinstantiate_graph", reinstantiate_rotating)
+    # capture_begin refuses a graph with an executable (has_graph_exec_) in every release: an
+    # evicted one is refused the same.
+    _replace(patcher, cls, "capture_begin", capture_begin_rotating)
     if state.native_instantiate is None:
-        # 2.7.1's pool() and capture_begin() read has_graph_exec_; from 2.9.1.post1 they read
-        # capture_ended_, which eviction leaves alone.
+        # 2.7.1's pool() reads has_graph_exec_; from 2.9.1.post1 it reads capture_ended_, which
+        # eviction leaves alone.
         _replace(patcher, cls, "pool", pool_rotating)
-        _replace(patcher, cls, "capture_begin", capture_begin_rotating)
     state.rotating = True
     logger.info(
         "torchada: more than %d CUDA graphs captured; their executables now rotate", state.cap
