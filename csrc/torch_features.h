@@ -27,3 +27,11 @@
 // c10d::Backend::getBackendOptions() and the group_name / global_ranks_in_group members of
 // c10d::Backend::Options: absent in 2.7 (each backend's Options declared its own), present in 2.9.
 #define TORCHADA_HAS_BACKEND_OPTIONS TORCHADA_TORCH_AT_LEAST(2, 9)
+
+// c10::DeviceAllocator, the allocator torch.accelerator's memory functions ask for: absent in
+// 2.7, present in 2.9.
+#define TORCHADA_HAS_DEVICE_ALLOCATOR TORCHADA_TORCH_AT_LEAST(2, 9)
+
+// DeviceAllocator::getMemoryInfo (torch.accelerator.get_memory_info): absent in 2.9, present in
+// 2.11.
+#define TORCHADA_HAS_DEVICE_MEMORY_INFO TORCHADA_TORCH_AT_LEAST(2, 11)

@@ -88,27 +88,10 @@ py::dict memory_stats_raw(int device) {
   return d;
 }
 
-void reset_peak(int device) {
-  check_device(device);
-  std::lock_guard<std::mutex> lock(stats_mutex());
-  for (auto* arr : {&g_stats[device].bytes, &g_stats[device].count}) {
-    for (auto& st : *arr) st.peak.store(st.current.load());
-  }
-}
+void reset_peak(int device) { reset_peak_stats(static_cast<c10::DeviceIndex>(device)); }
 
 void reset_accumulated(int device) {
-  check_device(device);
-  std::lock_guard<std::mutex> lock(stats_mutex());
-  auto& s = g_stats[device];
-  for (auto* arr : {&s.bytes, &s.count}) {
-    for (auto& st : *arr) {
-      st.allocated.store(0);
-      st.freed.store(0);
-    }
-  }
-  s.num_ooms.store(0);
-  s.num_device_alloc.store(0);
-  s.num_device_free.store(0);
+  reset_accumulated_stats(static_cast<c10::DeviceIndex>(device));
 }
 
 void bind_graph(py::module& m);  // sim_graph.cpp
@@ -118,6 +101,7 @@ void bind_graph(py::module& m);  // sim_graph.cpp
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   using namespace torchada_sim;
   m.def("_sim_configure", &configure);
+  m.def("_sim_use_device_allocator", &use_device_allocator);
   bind_graph(m);
   m.def("_sim_register_process_group_mccl", &register_process_group_mccl);
   m.def("_musa_getDeviceCount", [] { return g_device_count; });

@@ -70,8 +70,14 @@ extern std::array<DeviceStats, kMaxDevices> g_stats;
 // Held to change g_stats (resets included).
 std::mutex& stats_mutex();
 
+void reset_peak_stats(c10::DeviceIndex d);
+void reset_accumulated_stats(c10::DeviceIndex d);
+
 // Makes the allocators of devices [0, device_count) and the musa allocator torch looks up.
 void install_allocators(int device_count);
+// Makes the musa allocator torch looks up a c10::DeviceAllocator (torch_musa 2.11.0.post2's,
+// which torch.accelerator's memory functions work with); false where torch has no such class.
+bool use_device_allocator();
 c10::Allocator* allocator_for(c10::DeviceIndex d);
 // The device whose allocator made `p`, or `otherwise` for memory it did not make.
 c10::DeviceIndex device_of_block(void* p, c10::DeviceIndex otherwise);

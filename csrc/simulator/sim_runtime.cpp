@@ -13,6 +13,10 @@
 #include "stubs/sim_handles.h"
 #include "../torch_features.h"
 
+#if TORCHADA_HAS_DEVICE_ALLOCATOR
+#include <c10/core/CachingDeviceAllocator.h>
+#endif
+
 #include <time.h>
 
 #include <chrono>
@@ -170,6 +174,90 @@ void install_allocators(int device_count) {
     if (!g_device_allocators[i]) g_device_allocators[i] = new SimAllocator(i);
   }
   c10::SetAllocator(kMusa, &g_current_allocator);
+}
+
+void reset_peak_stats(c10::DeviceIndex device) {
+  check_device(device);
+  std::lock_guard<std::mutex> lock(stats_mutex());
+  for (auto* arr : {&g_stats[device].bytes, &g_stats[device].count}) {
+    for (auto& st : *arr) st.peak.store(st.current.load());
+  }
+}
+
+void reset_accumulated_stats(c10::DeviceIndex device) {
+  check_device(device);
+  std::lock_guard<std::mutex> lock(stats_mutex());
+  auto& s = g_stats[device];
+  for (auto* arr : {&s.bytes, &s.count}) {
+    for (auto& st : *arr) {
+      st.allocated.store(0);
+      st.freed.store(0);
+    }
+  }
+  s.num_ooms.store(0);
+  s.num_device_alloc.store(0);
+  s.num_device_free.store(0);
+}
+
+#if TORCHADA_HAS_DEVICE_ALLOCATOR
+// torch_musa 2.11.0.post2's MUSAAllocator as torch sees it: a c10::DeviceAllocator whose
+// statistics and memory info torch.accelerator reads. Allocation is the same allocator's.
+struct SimDeviceAllocator final : c10::DeviceAllocator {
+  c10::DataPtr allocate(size_t n) override { return g_current_allocator.allocate(n); }
+  c10::DeleterFnPtr raw_deleter() const override { return &sim_free; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    std::memcpy(dest, src, count);
+  }
+  bool initialized() override { return true; }
+  void emptyCache(c10::MempoolId_t /*mempool_id*/) override {}  // nothing is cached
+  void recordStream(const c10::DataPtr& /*ptr*/, c10::Stream /*stream*/) override {}
+
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex d) override {
+    check_device(d);
+    c10::CachingDeviceAllocator::DeviceStats out;
+    auto& s = g_stats[d];
+    auto fill = [](c10::CachingDeviceAllocator::StatArray& to, const std::array<Stat, 3>& from) {
+      for (size_t i = 0; i < 3; ++i) {
+        to[i].current = from[i].current.load();
+        to[i].peak = from[i].peak.load();
+        to[i].allocated = from[i].allocated.load();
+        to[i].freed = from[i].freed.load();
+      }
+    };
+    // Nothing is cached: what is reserved, active and requested is what is allocated.
+    for (auto* bytes : {&out.allocated_bytes, &out.reserved_bytes, &out.active_bytes,
+                        &out.requested_bytes}) {
+      fill(*bytes, s.bytes);
+    }
+    for (auto* count : {&out.allocation, &out.segment, &out.active}) fill(*count, s.count);
+    out.num_ooms = s.num_ooms.load();
+    out.num_device_alloc = s.num_device_alloc.load();
+    out.num_device_free = s.num_device_free.load();
+    return out;
+  }
+  void resetAccumulatedStats(c10::DeviceIndex d) override { reset_accumulated_stats(d); }
+  void resetPeakStats(c10::DeviceIndex d) override { reset_peak_stats(d); }
+#if TORCHADA_HAS_DEVICE_MEMORY_INFO
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex d) override {
+    check_device(d);
+    const auto& s = g_stats[d];
+    const int64_t limit = static_cast<int64_t>(static_cast<double>(g_total_memory) * s.fraction);
+    const int64_t used = s.bytes[0].current.load();
+    return {static_cast<size_t>(limit > used ? limit - used : 0),
+            static_cast<size_t>(g_total_memory)};
+  }
+#endif
+};
+#endif
+
+bool use_device_allocator() {
+#if TORCHADA_HAS_DEVICE_ALLOCATOR
+  static SimDeviceAllocator allocator;
+  c10::SetAllocator(kMusa, &allocator);
+  return true;
+#else
+  return false;
+#endif
 }
 
 c10::Allocator* allocator_for(c10::DeviceIndex d) {

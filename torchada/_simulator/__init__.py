@@ -2,8 +2,9 @@
 
 It is importable as ``torch_musa`` only after :func:`activate` (asked for with
 ``TORCHADA_SIMULATE=1``, ``python -m torchada.run --simulate`` or the test fixture), and never
-when a real torch_musa can be imported. It behaves like torch_musa 2.7.1, including the names
-torch_musa lacks.
+when a real torch_musa can be imported. It behaves like the torch_musa release
+``TORCHADA_SIM_RELEASE`` names (2.7.1, 2.9.1.post1 or 2.11.0.post2; by default the one paired
+with the installed torch), including the names that release lacks (docs/simulator_releases.md).
 """
 
 from __future__ import annotations

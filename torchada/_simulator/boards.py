@@ -24,5 +24,4 @@ DEFAULT_BOARD = "S4000"
 MUSA_VERSION = "50100"
 MUDNN_VERSION = 2900
 MCCL_VERSION = (2, 11, 4)
-TORCH_MUSA_VERSION = "2.7.1"
 TORCH_MUSA_GIT = "0000000"  # the simulator is no real build: an all-zero sha says so

@@ -7,6 +7,7 @@ import warnings
 from dataclasses import dataclass
 
 from .._core.env import choice, whole_number
+from . import releases
 from .boards import BOARDS, DEFAULT_BOARD
 
 
@@ -15,6 +16,7 @@ class SimConfig:
     board: str
     physical_devices: int
     visible: tuple  # physical indices visible to this process, in order
+    release: str = releases.table()["default"]  # the torch_musa release simulated
 
     @property
     def device_count(self) -> int:
@@ -23,6 +25,10 @@ class SimConfig:
     @property
     def spec(self) -> dict:
         return BOARDS[self.board]
+
+    @property
+    def facts(self) -> dict:
+        return releases.facts(self.release)
 
 
 def _parse_visible(value: str, physical: int) -> tuple:
@@ -60,4 +66,6 @@ def read_config(environ: "os._Environ | dict | None" = None) -> SimConfig:
     visible = (
         tuple(range(physical)) if visible_env is None else _parse_visible(visible_env, physical)
     )
-    return SimConfig(board=board, physical_devices=physical, visible=visible)
+    return SimConfig(
+        board=board, physical_devices=physical, visible=visible, release=releases.resolve(env)
+    )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections.abc
 import functools
 import inspect
+import json
 import logging
 import os
 import re
@@ -162,8 +163,53 @@ def existing(paths: collections.abc.Sequence[str]) -> list[str]:
 
 
 # torch_musa's C++ headers as far as the simulator implements them (streams, guards, checks, the
-# runtime API subset), shipped as data beside this package.
+# runtime API subset), shipped as data beside this package; the headers that differ between
+# releases (MUSAGraph.h) come first, from the simulated release's own directory.
 TORCH_MUSA_INCLUDE_DIR = str(native.include_dir())
+
+
+def torch_musa_include_dirs() -> list[str]:
+    """The simulated release's torch_musa header directories, its own first.
+
+    Example::
+
+        >>> torch_musa_include_dirs()[-1] == TORCH_MUSA_INCLUDE_DIR
+        True
+    """
+    from . import releases, state
+
+    release = state.config.release if state.config is not None else releases.resolve()
+    return [str(native.release_include_dir(release)), TORCH_MUSA_INCLUDE_DIR]
+
+
+# From 2.9.1: the SDK versions torch_musa was built with (share/musa_versions.json, written at its
+# build) become macros of every MUSAExtension; without them it refuses to build.
+MUSA_VERSION_MACROS = ("MUSA_COMP_VERSION", "MUSPARSE_VERSION", "REAL_MUSA_VERSION")
+
+
+def musa_version_macros(package_dir: str) -> list[tuple[str, str]]:
+    """``(name, value)`` of each version macro in ``package_dir``/share/musa_versions.json;
+    RuntimeError("Missing MUSA version macro: NAME") for one the file (or a missing file) lacks.
+
+    Example::
+
+        >>> musa_version_macros("/nonexistent")
+        Traceback (most recent call last):
+        ...
+        RuntimeError: Missing MUSA version macro: MUSA_COMP_VERSION
+    """
+    path = os.path.join(package_dir, "share", "musa_versions.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            versions = json.load(f)
+    except (OSError, ValueError):
+        versions = {}
+    macros = []
+    for name in MUSA_VERSION_MACROS:
+        if name not in versions:
+            raise RuntimeError(f"Missing MUSA version macro: {name}")
+        macros.append((name, str(versions[name])))
+    return macros
 
 
 def check_compile_args(args: dict, name: str) -> None:
@@ -195,7 +241,7 @@ def musa_dirs_for(
     if not with_musa:
         return [], []
     logger.info("with_musa=True: no MUSA toolkit is simulated; building and linking host code only")
-    torch_includes = {*_cpp.include_paths(), TORCH_MUSA_INCLUDE_DIR}
+    torch_includes = {*_cpp.include_paths(), *torch_musa_include_dirs()}
     torch_libs = set(_cpp.library_paths())
     includes = [p for p in include_paths(musa=True) if p not in torch_includes]
     ldflags = [f"-L{p}" for p in library_paths(musa=True) if p not in torch_libs]

@@ -17,6 +17,18 @@ capturing = threading.local()
 pool_counter = [0]
 
 
+def release_era() -> bool:
+    """Whether the simulated release has 2.9.1.post1's graphs (keep_graph, instantiate, ...)."""
+    from . import state
+
+    return state.config.facts["graph_keep_graph"]
+
+
+def next_pool():
+    pool_counter[0] += 1
+    return (0, pool_counter[0])
+
+
 def tensors(value):
     return [t for t in torch.utils._pytree.tree_flatten(value)[0] if isinstance(t, torch.Tensor)]
 
@@ -126,3 +138,22 @@ def replay(graph):
 
 def forget(graph):
     records.pop(graph, None)
+
+
+def run_graphed_callables(callables, sample_args, num_warmup_iters, allow_unused_input):
+    # The simulator runs graphed callables eagerly after the warm-up a real capture would do.
+    just_one = not isinstance(callables, tuple)
+    if just_one:
+        callables = (callables,)
+        sample_args = (sample_args,)
+    for c, args in zip(callables, sample_args):
+        if isinstance(c, torch.nn.Module):
+            if len(c._backward_hooks) or len(c._forward_hooks) or len(c._forward_pre_hooks):
+                raise AssertionError(
+                    "Modules must not have hooks registered at the time they are passed. "
+                    "However, registering hooks on modules after passing them through "
+                    "make_graphed_callables is allowed."
+                )
+        for _ in range(num_warmup_iters):
+            c(*args)
+    return callables[0] if just_one else callables

@@ -2,12 +2,16 @@
 
 ``python -m torchada simulator install`` writes, into the environment's site-packages:
 
-- ``torch_musa-2.7.1.dist-info/``: the distribution's metadata, with the entry point the real
+- ``torch_musa-<release>.dist-info/``: the distribution's metadata (the release is
+  ``--release``, else ``TORCHADA_SIM_RELEASE``, else the one paired with the installed torch),
+  with the entry point the real
   package registers (``[torch.backends] torch_musa = torch_musa:_autoload``), so that a plain
   ``import torch`` imports the simulated torch_musa at its end, on its own and in whatever order
   ``importlib.metadata`` yields it beside other entry points, as on a MUSA machine;
 - ``torch_musa_simulator.pth``: one line putting the simulator's package directory on
-  ``sys.path`` (appended, so a real torch_musa found earlier on the path would win);
+  ``sys.path`` (appended, so a real torch_musa found earlier on the path would win), and one
+  making the installed release the default of ``TORCHADA_SIM_RELEASE``, as an installed wheel
+  is one release;
 - a ``RECORD`` naming both, so ``pip uninstall torch_musa`` removes them as well as
   ``python -m torchada simulator uninstall`` does.
 
@@ -23,10 +27,8 @@ import sysconfig
 from pathlib import Path
 from typing import List, Optional
 
-from . import SITE, real_torch_musa_spec
-from .boards import TORCH_MUSA_VERSION
+from . import SITE, real_torch_musa_spec, releases
 
-DIST_INFO = f"torch_musa-{TORCH_MUSA_VERSION}.dist-info"
 PTH = "torch_musa_simulator.pth"
 ENTRY_POINTS = "[torch.backends]\ntorch_musa = torch_musa:_autoload\n"
 # Marks our own installation, so uninstall never removes a real torch_musa's metadata.
@@ -45,6 +47,7 @@ Installing refuses where a real torch_musa is importable.
 EXAMPLES = """\
 Examples:
   python -m torchada simulator install
+  python -m torchada simulator install --release 2.11.0.post2
   python -m torchada simulator status
   python -m torchada simulator uninstall
 """
@@ -52,6 +55,25 @@ Examples:
 
 def default_target() -> Path:
     return Path(sysconfig.get_paths()["purelib"])
+
+
+def dist_info(release: str) -> str:
+    """The metadata directory's name for ``release``.
+
+    Example::
+
+        >>> dist_info("2.9.1.post1")
+        'torch_musa-2.9.1.post1.dist-info'
+    """
+    return f"torch_musa-{release}.dist-info"
+
+
+def _ours(root: Path) -> "Optional[Path]":
+    for info in sorted(root.glob("torch_musa-*.dist-info")):
+        marker = info / "INSTALLER"
+        if marker.is_file() and marker.read_text().strip() == INSTALLER:
+            return info
+    return None
 
 
 def is_installed(target: "Path | str | None" = None) -> bool:
@@ -63,14 +85,14 @@ def is_installed(target: "Path | str | None" = None) -> bool:
         >>> install.is_installed("/nonexistent")
         False
     """
-    info = Path(target or default_target()) / DIST_INFO / "INSTALLER"
-    return info.is_file() and info.read_text().strip() == INSTALLER
+    return _ours(Path(target or default_target())) is not None
 
 
-def install(target: "Path | str | None" = None) -> Path:
-    """Install the simulator as the ``torch_musa`` distribution into ``target``; returns its
-    dist-info directory. Raises RuntimeError where a real torch_musa is importable, or where
-    ``target`` already holds another torch_musa's metadata.
+def install(target: "Path | str | None" = None, release: Optional[str] = None) -> Path:
+    """Install the simulator as the ``torch_musa`` distribution of ``release`` (default: the
+    one :func:`releases.resolve` picks) into ``target``; returns its dist-info directory. Raises
+    RuntimeError where a real torch_musa is importable, or where ``target`` already holds
+    another torch_musa's metadata; ValueError for a release the simulator does not model.
 
     Example::
 
@@ -79,21 +101,28 @@ def install(target: "Path | str | None" = None) -> Path:
         PosixPath('/tmp/site/torch_musa-2.7.1.dist-info')
     """
     root = Path(target or default_target())
+    release = releases.resolve({releases.SWITCH: release} if release else None)
     spec = real_torch_musa_spec()
     if spec is not None:
         raise RuntimeError(
             f"a real torch_musa is importable ({spec.origin}); the simulator is never installed "
             "beside it"
         )
-    info = root / DIST_INFO
-    if info.exists() and not is_installed(root):
-        raise RuntimeError(f"{info} belongs to another torch_musa installation; left as it is")
+    foreign = [p for p in root.glob("torch_musa-*.dist-info") if p != _ours(root)]
+    if foreign:
+        raise RuntimeError(
+            f"{foreign[0]} belongs to another torch_musa installation; left as it is"
+        )
+    previous = _ours(root)
+    if previous is not None and previous.name != dist_info(release):
+        uninstall(root)
+    info = root / dist_info(release)
     info.mkdir(parents=True, exist_ok=True)
     files = {
         "METADATA": (
             "Metadata-Version: 2.1\n"
             "Name: torch_musa\n"
-            f"Version: {TORCH_MUSA_VERSION}\n"
+            f"Version: {release}\n"
             "Summary: torch_musa simulated on the CPU (installed by torchada)\n"
         ),
         "entry_points.txt": ENTRY_POINTS,
@@ -102,8 +131,10 @@ def install(target: "Path | str | None" = None) -> Path:
     }
     for name, text in files.items():
         (info / name).write_text(text)
-    (root / PTH).write_text(SITE + "\n")
-    record = [f"{DIST_INFO}/{name},," for name in [*files, "RECORD"]] + [f"{PTH},,"]
+    (root / PTH).write_text(
+        f"{SITE}\nimport os; os.environ.setdefault({releases.SWITCH!r}, {release!r})\n"
+    )
+    record = [f"{info.name}/{name},," for name in [*files, "RECORD"]] + [f"{PTH},,"]
     (info / "RECORD").write_text("\n".join(record) + "\n")
     return info
 
@@ -119,9 +150,9 @@ def uninstall(target: "Path | str | None" = None) -> List[Path]:
         []
     """
     root = Path(target or default_target())
-    if not is_installed(root):
+    info = _ours(root)
+    if info is None:
         return []
-    info = root / DIST_INFO
     removed = []
     for path in [*sorted(info.iterdir()), info, root / PTH]:
         if path.is_dir():
@@ -149,6 +180,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         help="one of the actions above",
     )
     parser.add_argument(
+        "--release",
+        choices=sorted(releases.table()["releases"]),
+        default=None,
+        help="the torch_musa release to install (default: TORCHADA_SIM_RELEASE, else the one "
+        "paired with the installed torch)",
+    )
+    parser.add_argument(
         "--target",
         metavar="DIR",
         default=None,
@@ -158,8 +196,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     target = Path(args.target) if args.target else default_target()
     if args.action == "install":
         try:
-            info = install(target)
-        except RuntimeError as exc:
+            info = install(target, args.release)
+        except (RuntimeError, ValueError) as exc:
             print(f"python -m torchada simulator install: {exc}", file=sys.stderr)
             return 1
         print(f"installed the torch_musa simulator: {info}")

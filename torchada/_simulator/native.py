@@ -45,6 +45,20 @@ def include_dir() -> Path:
     return csrc_dir() / "simulator" / "include"
 
 
+def release_include_dir(release: str) -> Path:
+    """The headers of torch_musa that differ between releases (``MUSAGraph.h``), as
+    ``release`` declares them; put before :func:`include_dir`.
+
+    Example::
+
+        >>> release_include_dir("2.11.0.post2").name
+        '2.9.1.post1'
+    """
+    from . import releases
+
+    return csrc_dir() / "simulator" / "include_releases" / releases.facts(release)["graph_layout"]
+
+
 def stub_library_paths() -> "dict[str, Path]":
     """Paths of the simulated MUSA SDK libraries (``libmusart.so`` ...), built on first use."""
     stubs = csrc_dir() / "simulator" / "stubs"

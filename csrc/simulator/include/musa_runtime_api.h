@@ -38,6 +38,8 @@ typedef enum musaError {
 /* Opaque handles, as in the MUSA SDK. */
 typedef struct MUstream_st* musaStream_t;
 typedef struct MUevent_st* musaEvent_t;
+typedef struct MUgraph_st* musaGraph_t;
+typedef struct MUgraphExec_st* musaGraphExec_t;
 
 musaError_t musaGetLastError(void);
 musaError_t musaPeekAtLastError(void);

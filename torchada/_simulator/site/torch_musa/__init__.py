@@ -1,7 +1,9 @@
 """torch_musa, simulated on the CPU by torchada (see torchada/_simulator).
 
-Import order follows torch_musa 2.7.1's own __init__: rename the backend, load the C module, bind
-``torch.musa``, then the device, stream, amp and memory APIs and the attributes it sets on torch.
+Import order follows torch_musa's own __init__: the version gate, rename the backend, load the C
+module (from 2.9.1: align the RNG to TORCH_RNG_ALIGN), bind ``torch.musa``, then the device,
+stream, amp and memory APIs and the attributes it sets on torch. What differs between the
+simulated releases (TORCHADA_SIM_RELEASE) comes from torchada/_simulator/releases.json.
 Names torch_musa lacks (``nvtx``, ``CUDAGraph``, ``memory_cached``, ...) are absent here too.
 """
 
@@ -11,6 +13,8 @@ import os
 import re
 import sys
 import time
+import typing
+import warnings
 
 
 def _autoload():
@@ -37,17 +41,26 @@ except ImportError:
 _boards = importlib.import_module("torchada._simulator.boards")
 _state = importlib.import_module("torchada._simulator.state")
 
-# As torch_musa's: the oldest torch it runs on, and torch's version without local or pre-release
-# parts ("2.13.0+cpu" -> "2.13.0").
-TORCH_MIN_VERSION = Version(_boards.TORCH_MUSA_VERSION)
-TORCH_VERSION = Version(torch.__version__).base_version
+# The release simulated (TORCHADA_SIM_RELEASE, else the one paired with this torch): its facts
+# (torchada/_simulator/releases.json) decide what differs between releases below.
+_state.config = importlib.import_module("torchada._simulator.config").read_config()
+_release = _state.config.facts
 
-# torch_musa refuses a torch older than its own version. It also warns when torch is not exactly
-# 2.7.1; the simulator runs on newer torch on purpose, so that warning is left out.
+# As torch_musa's: the oldest torch it runs on, and torch's version without local or pre-release
+# parts ("2.13.0+cpu" -> "2.13.0"). Below it, torch_musa raises (with its message as two
+# arguments, as real's); a torch whose version lacks the expected one's text gets a warning.
+TORCH_MIN_VERSION = Version(_release["torch_minimum"])
+TORCH_VERSION = Version(torch.__version__).base_version
 if Version(TORCH_VERSION) < TORCH_MIN_VERSION:
     raise RuntimeError(
-        f"torch_musa {_boards.TORCH_MUSA_VERSION} requires torch >= "
-        f"{_boards.TORCH_MUSA_VERSION}, found {torch.__version__}"
+        f"torch version must not be less than v{_release['torch_minimum']} when using torch_musa,",
+        " but now torch version is " + torch.__version__,
+    )
+if _release["torch_expected"] not in torch.__version__:
+    warnings.warn(
+        f"torch version should be v{_release['torch_expected']} when using torch_musa, but now "
+        "torch version is " + torch.__version__,
+        UserWarning,
     )
 
 torch.utils.rename_privateuse1_backend("musa")
@@ -63,10 +76,16 @@ importlib.import_module("torchada._simulator.parallel_comm").install()
 # ("terminate called without an active exception"). A short pause at exit lets them finish.
 atexit.register(time.sleep, 0.05)
 
-_state.config = importlib.import_module("torchada._simulator.config").read_config()
 _MUSAC = importlib.import_module("torchada._simulator.musac").load(_state.config)
 # As in torch_musa, this also binds the package to its own name `torch_musa`.
 import torch_musa._MUSAC  # noqa: E402,F401
+
+if _release["rng_align"]:
+    # From 2.9.1, before torch.musa is bound: TORCH_RNG_ALIGN names an NVIDIA GPU whose RNG grid
+    # sizing to follow (an unknown name fails the import with a ValueError).
+    from .core.random import align_rng_to_nv_gpu  # noqa: E402
+
+    align_rng_to_nv_gpu()
 
 torch.__setattr__("musa", sys.modules[__name__])
 # torch's device lazy-init imports "torch.<backend>" by name, so the module must be findable there.
@@ -77,26 +96,23 @@ from .version import __version__  # noqa: E402,F401
 torch._C._profiler.ProfilerActivity.MUSA = torch._C._profiler.ProfilerActivity.PrivateUse1
 
 _state.device_properties = [
-    _MUSAC._MusaDeviceProperties(
-        _state.config.spec["name"],
-        _state.config.spec["capability"][0],
-        _state.config.spec["capability"][1],
-        _state.config.spec["total_memory"],
-        _state.config.spec["sm_count"],
-    )
-    for _ in range(_state.config.device_count)
+    importlib.import_module("torchada._simulator.musac").device_properties(_state.config, i)
+    for i in range(_state.config.device_count)
 ]
 _state.arch_flags = "%d%d" % _state.config.spec["capability"]
 
 # Importing core._lazy_init also sets the legacy storage classes, MusaError and check_error here.
 from .core._lazy_init import (  # noqa: E402,F401
-    _initialized,
     _is_in_bad_fork,
     _lazy_call,
     _lazy_init,
     is_initialized,
     musart,
 )
+
+if not _release["live_initialized"]:
+    # A copy taken at import: False for good, as real torch_musa's (before 2.11.0.post2).
+    from .core._lazy_init import _initialized  # noqa: E402,F401
 from .core.device import Device as device  # noqa: E402,F401
 from .core.device import DeviceOf as device_of  # noqa: E402,F401
 from .core.device import (  # noqa: E402,F401
@@ -118,6 +134,13 @@ from .core.device import (  # noqa: E402,F401
     synchronize,
 )
 
+if _release["device_api_2_11"]:
+    from .core.device import (  # noqa: E402,F401
+        get_gencode_flags,
+        get_sync_debug_mode,
+        set_sync_debug_mode,
+    )
+
 register_musa_hook()
 from .core import (  # noqa: E402,F401
     amp,
@@ -130,11 +153,14 @@ from .core.amp.common import (  # noqa: E402,F401
     get_amp_supported_dtype,
 )
 from .core.memory import *  # noqa: E402,F401,F403
-from .core.memory import (  # noqa: E402,F401
-    _dump_snapshot,
-    _record_memory_history,
-    _set_allocator_settings,
-)
+
+if _release["memory_names"] == "2.7.1":
+    # Re-exported at the top level up to 2.9.1 (2.9.1.post1 keeps them in torch.musa.memory).
+    from .core.memory import (  # noqa: E402,F401
+        _dump_snapshot,
+        _record_memory_history,
+        _set_allocator_settings,
+    )
 from .core.random import *  # noqa: E402,F401,F403
 from .core.random import fork_rng  # noqa: E402
 from .core.serialization import register_deserialization  # noqa: E402
@@ -150,9 +176,17 @@ from .core.stream import (  # noqa: E402,F401
     stream,
 )
 
+if _release["stream_from_external"]:
+    from .core.stream import get_stream_from_external  # noqa: E402,F401
+
 torch.random.fork_rng = fork_rng
 
 torch.backends.mudnn = importlib.import_module(".core.mudnn", __name__)
+if _release["backends_musa"]:
+    # From 2.9.1: the legacy storage classes' module, as torch.backends.musa (it has no matmul).
+    from .core.musa import *  # noqa: E402,F401,F403
+
+    torch.backends.musa = importlib.import_module(".core.musa", __name__)
 
 register_deserialization()
 
@@ -185,6 +219,10 @@ def set_attributes():
 
 set_attributes()
 
+if _release["graph_pool_handle"] == "_POOL_HANDLE":
+    # 2.9.1.post1: graph pool handles are of this type (defined before musa_graph is imported).
+    _POOL_HANDLE = typing.NewType("_POOL_HANDLE", tuple[int, int])
+
 from .musa_graph import (  # noqa: E402,F401
     MUSAGraph,
     graph,
@@ -196,6 +234,8 @@ from .musa_graph import (  # noqa: E402,F401
 )
 
 OutOfMemoryError = torch._C.OutOfMemoryError
+if _release["accelerator_error"]:
+    AcceleratorError = torch._C.AcceleratorError
 
 
 def overwrite_cuda_api():
@@ -256,4 +296,13 @@ def use_unified_cpu_allocator():
 # (real torch_musa registers its Triton one at import).
 importlib.import_module("torchada._simulator.inductor").register()
 
-del _boards, _state
+if _release["live_initialized"]:
+    # 2.11.0.post2: torch.musa._initialized reads the live flag (torch.utils.checkpoint asks it
+    # whether to save the device's RNG state).
+    def __getattr__(name):
+        if name == "_initialized":
+            return importlib.import_module(".core._lazy_init", __name__)._initialized
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+del _boards, _state, _release

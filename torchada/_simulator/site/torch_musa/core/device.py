@@ -10,6 +10,8 @@ from torch_musa._MUSAC import _MusaDeviceProperties  # noqa: F401  (as in torch_
 from ._lazy_init import _lazy_init
 from ._utils import _get_musa_device_index
 
+from torchada._simulator import state as _state
+
 
 class Device:
     def __init__(self, device):
@@ -82,12 +84,23 @@ def synchronize(device=None):
         return torch_musa._MUSAC._musa_synchronize()
 
 
-def get_device_properties(device):
-    _lazy_init()
-    device = _get_musa_device_index(device, optional=True)
-    if device < 0 or device >= device_count():
-        raise AssertionError("Invalid device id")
-    return torch_musa._get_device_properties(device)
+if _state.config.facts["device_api_2_11"]:
+
+    def get_device_properties(device=None):
+        _lazy_init()
+        device = _get_musa_device_index(device, optional=True)
+        if device < 0 or device >= device_count():
+            raise AssertionError("Invalid device id")
+        return torch_musa._get_device_properties(device)
+
+else:
+
+    def get_device_properties(device):
+        _lazy_init()
+        device = _get_musa_device_index(device, optional=True)
+        if device < 0 or device >= device_count():
+            raise AssertionError("Invalid device id")
+        return torch_musa._get_device_properties(device)
 
 
 def get_device_name(device=None):
@@ -116,6 +129,31 @@ def get_arch_list():
     from torchada._simulator.state import arch_flags
 
     return arch_flags.split()
+
+
+if _state.config.facts["device_api_2_11"]:
+    # 2.11.0.post2: the offload-arch flags of the build, and torch's synchronisation debug mode.
+
+    def get_gencode_flags():
+        arch_list = get_arch_list()
+        if len(arch_list) == 0:
+            return ""
+        return " ".join(f"--offload-arch=mp_{arch.removeprefix('mp_')}" for arch in arch_list)
+
+    def set_sync_debug_mode(debug_mode):
+        _lazy_init()
+        if isinstance(debug_mode, str):
+            modes = {"default": 0, "warn": 1, "error": 2}
+            if debug_mode not in modes:
+                raise RuntimeError(
+                    "invalid value of debug_mode, expected one of `default`, `warn`, `error`"
+                )
+            debug_mode = modes[debug_mode]
+        torch_musa._MUSAC._musa_set_sync_debug_mode(debug_mode)
+
+    def get_sync_debug_mode():
+        _lazy_init()
+        return torch_musa._MUSAC._musa_get_sync_debug_mode()
 
 
 def is_bf16_supported(including_emulation=True):

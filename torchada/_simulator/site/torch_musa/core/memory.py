@@ -6,6 +6,9 @@ The simulator has no caching allocator: reserved == allocated, and empty_cache f
 import collections
 import contextlib
 import ctypes
+import importlib
+
+import torch
 
 import torch_musa
 from torchada._simulator import support as _support
@@ -259,3 +262,148 @@ def _dump_snapshot(filename="dump_snapshot.pickle"):
 
 def _set_allocator_settings(env):
     pass
+
+
+_MEMORY_NAMES = importlib.import_module("torchada._simulator.state").config.facts["memory_names"]
+
+if _MEMORY_NAMES != "2.7.1":
+    # From 2.9.1.post1 (core/memory.py): torch.cuda's caching-allocator and host-memory
+    # functions, MemPool(use_on_oom=...), memory_snapshot(mempool_id=...); memory_stats_all and
+    # the private helpers are no longer re-exported at the top level.
+    __all__ = [n for n in __all__ if n != "memory_stats_all"] + [
+        "caching_allocator_alloc",
+        "caching_allocator_delete",
+        "caching_allocator_enable",
+        "get_per_process_memory_fraction",
+        "host_memory_stats",
+        "host_memory_stats_as_nested_dict",
+        "reset_accumulated_host_memory_stats",
+        "reset_peak_host_memory_stats",
+        "memory_cached",
+        "max_memory_cached",
+        "list_gpu_processes",
+    ]
+
+    def caching_allocator_alloc(size, device=None, stream=None):
+        _lazy_init()
+        device = _get_musa_device_index(device, optional=True)
+        block = torch.empty(int(size), dtype=torch.uint8, device=torch.device("musa", device))
+        ptr = block.data_ptr()
+        _raw_blocks[ptr] = block
+        return ptr
+
+    def caching_allocator_delete(mem_ptr):
+        _raw_blocks.pop(mem_ptr, None)
+
+    def caching_allocator_enable(value=True):
+        if is_initialized():
+            pass  # the simulated allocator caches nothing either way
+
+    def get_per_process_memory_fraction(device=None):
+        _lazy_init()
+        device = _get_musa_device_index(device, optional=True)
+        return torch_musa._MUSAC._musa_getMemoryFraction(device)
+
+    def host_memory_stats_as_nested_dict():
+        def stat():
+            return {"current": 0, "peak": 0, "allocated": 0, "freed": 0}
+
+        def duration():
+            return {"total": 0, "max": 0, "min": 0, "count": 0, "avg": 0}
+
+        return {
+            "num_host_alloc": 0,
+            "num_host_free": 0,
+            "allocations": stat(),
+            "active_requests": stat(),
+            "allocated_bytes": stat(),
+            "active_bytes": stat(),
+            "host_alloc_time": duration(),
+            "host_free_time": duration(),
+        }
+
+    def host_memory_stats():
+        result = []
+
+        def _flatten(prefix, obj):
+            if isinstance(obj, dict):
+                if prefix:
+                    prefix += "."
+                for k, v in obj.items():
+                    _flatten(prefix + k, v)
+            else:
+                result.append((prefix, obj))
+
+        _flatten("", host_memory_stats_as_nested_dict())
+        result.sort()
+        return collections.OrderedDict(result)
+
+    def reset_accumulated_host_memory_stats():
+        pass  # pinned memory keeps no statistics on the simulator
+
+    def reset_peak_host_memory_stats():
+        pass
+
+    def memory_cached(device=None):
+        return memory_reserved(device=device)
+
+    def max_memory_cached(device=None):
+        return max_memory_reserved(device=device)
+
+    def list_gpu_processes(device=None):
+        # torch_musa asks mthreads-gmi, which the simulated machine does not have.
+        return "mthreads-gmi not found"
+
+    _raw_blocks = {}
+
+if _MEMORY_NAMES == "2.9.1.post1":
+
+    class MemPool:
+        _next_id = 1
+
+        def __init__(self, allocator=None, use_on_oom=False):
+            self.allocator = allocator
+            self.use_on_oom = use_on_oom
+            self.id = (0, MemPool._next_id)
+            MemPool._next_id += 1
+
+        def use_count(self):
+            return 1
+
+        def snapshot(self):
+            return []
+
+    def memory_snapshot(mempool_id=None):
+        return []
+
+elif _MEMORY_NAMES == "2.11.0.post2":
+    # 2.11.0.post2: MemPool(no_split=...) without its allocator property, no MemPoolContext,
+    # no _dump_snapshot.
+    __all__ = [n for n in __all__ if n != "MemPoolContext"]
+
+    class MemPool:
+        _next_id = 1
+
+        def __init__(self, allocator=None, use_on_oom=False, no_split=False):
+            self._allocator = allocator
+            self.use_on_oom = use_on_oom
+            self.no_split = no_split
+            self.id = (0, MemPool._next_id)
+            MemPool._next_id += 1
+
+        def use_count(self):
+            return 1
+
+        def snapshot(self, include_traces=True):
+            return []
+
+    def memory_snapshot(mempool_id=None, include_traces=True):
+        return []
+
+    @contextlib.contextmanager
+    def use_mem_pool(pool, device=None):
+        yield
+
+    del MemPoolContext, _dump_snapshot
+
+del _MEMORY_NAMES

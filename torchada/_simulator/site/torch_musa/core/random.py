@@ -1,6 +1,8 @@
 """RNG (torch_musa/core/random.py): per-device generators, seeded lazily."""
 
 import contextlib
+import importlib
+import os
 import warnings
 
 import torch
@@ -23,6 +25,44 @@ __all__ = [
     "initial_seed",
     "fork_rng",
 ]
+
+if importlib.import_module("torchada._simulator.state").config.facts["rng_align"]:
+    # From 2.9.1: the RNG's grid sizing can follow an NVIDIA GPU's, so that a seeded program draws
+    # the numbers it draws there. torch_musa's __init__ calls align_rng_to_nv_gpu() at import.
+    __all__ += ["NV_GPU_REGISTRY", "align_rng_to_nv_gpu"]
+
+    # name: (multiprocessors, threads per multiprocessor)
+    NV_GPU_REGISTRY = {
+        "V100": (80, 2048),
+        "A100": (108, 2048),
+        "A800": (108, 2048),
+        "H100_PCIE": (114, 2048),
+        "H100": (132, 2048),
+        "H200": (132, 2048),
+        "H800": (132, 2048),
+        "B200": (192, 2048),
+    }
+
+    def align_rng_to_nv_gpu(gpu_name=None):
+        """Set TORCH_ARCH_MP_COUNT and TORCH_ARCH_MAXTHREADS_PER_MP from ``gpu_name`` (default:
+        TORCH_RNG_ALIGN) unless both are set; ValueError for a GPU the registry lacks."""
+        if os.environ.get("TORCH_ARCH_MP_COUNT") and os.environ.get(
+            "TORCH_ARCH_MAXTHREADS_PER_MP"
+        ):
+            return
+        if gpu_name is None:
+            gpu_name = os.environ.get("TORCH_RNG_ALIGN")
+        if gpu_name is None:
+            return
+        name = gpu_name.upper().replace("-", "_")
+        if name not in NV_GPU_REGISTRY:
+            raise ValueError(
+                f"Unknown NV GPU '{gpu_name}'. "
+                f"Available: {', '.join(sorted(NV_GPU_REGISTRY.keys()))}"
+            )
+        mp_count, max_threads = NV_GPU_REGISTRY[name]
+        os.environ["TORCH_ARCH_MP_COUNT"] = str(mp_count)
+        os.environ["TORCH_ARCH_MAXTHREADS_PER_MP"] = str(max_threads)
 
 
 def get_rng_state(device="musa"):

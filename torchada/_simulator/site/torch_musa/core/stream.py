@@ -5,6 +5,7 @@ import ctypes
 import torch
 
 import torch_musa
+from torchada._simulator import state as _state
 from torchada._simulator import support as _support
 
 from ._lazy_init import _lazy_init
@@ -99,18 +100,42 @@ class ExternalStream(Stream):
         )
 
 
-class Event(torch_musa._MUSAC._MusaEventBase):
-    def __new__(cls, enable_timing=False, blocking=False, interprocess=False):
-        return super().__new__(
-            cls,
-            device="musa",
-            enable_timing=enable_timing,
-            blocking=blocking,
-            interprocess=interprocess,
-        )
+if _state.config.facts["stream_from_external"]:
 
-    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
-        self._recorded = False
+    def get_stream_from_external(data_ptr, device=None):
+        """A stream over a MUSA stream made outside torch (its handle as an int)."""
+        return ExternalStream(data_ptr, device)
+
+
+class Event(torch_musa._MUSAC._MusaEventBase):
+    if _state.config.facts["stream_from_external"]:
+        # 2.9.1.post1: external=True makes an event recorded into a graph capture as an external
+        # node; the simulator's events take the flag and behave the same otherwise.
+        def __new__(cls, enable_timing=False, blocking=False, interprocess=False, external=False):
+            return torch_musa._MUSAC._MusaEventBase.__new__(
+                cls,
+                device="musa",
+                enable_timing=enable_timing,
+                blocking=blocking,
+                interprocess=interprocess,
+            )
+
+        def __init__(self, enable_timing=False, blocking=False, interprocess=False, external=False):
+            self._recorded = False
+
+    else:
+
+        def __new__(cls, enable_timing=False, blocking=False, interprocess=False):
+            return torch_musa._MUSAC._MusaEventBase.__new__(
+                cls,
+                device="musa",
+                enable_timing=enable_timing,
+                blocking=blocking,
+                interprocess=interprocess,
+            )
+
+        def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+            self._recorded = False
 
     @property
     def device(self):

@@ -19,6 +19,10 @@ import torch
 import torch_musa
 from torchada._simulator import graph_capture as _capture
 
+# From 2.9.1.post1 (_capture.release_era()): MUSAGraph(keep_graph=...), instantiate(), raw
+# handles, _has_capture, the _POOL_HANDLE type of pool handles, gc only under
+# force_cudagraph_gc, make_graphed_callables' pool=.
+
 __all__ = [
     "MUSAGraph",
     "graph",
@@ -33,18 +37,34 @@ def is_current_stream_capturing():
     return getattr(_capture.capturing, "depth", 0) > 0
 
 
-def graph_pool_handle():
-    _capture.pool_counter[0] += 1
-    return (0, _capture.pool_counter[0])
+if _capture.release_era():
+
+    def graph_pool_handle():
+        return torch_musa._POOL_HANDLE(_capture.next_pool())
+
+else:
+
+    def graph_pool_handle():
+        return _capture.next_pool()
 
 
 class MUSAGraph(torch_musa._MUSAC._MUSAGraph):
     _graph_instances = weakref.WeakSet()
 
-    def __new__(cls):
-        instance = super().__new__(cls)
-        cls._graph_instances.add(instance)
-        return instance
+    if _capture.release_era():
+
+        def __new__(cls, keep_graph=False):
+            instance = super().__new__(cls, keep_graph)
+            instance._has_capture = False
+            cls._graph_instances.add(instance)
+            return instance
+
+    else:
+
+        def __new__(cls):
+            instance = super().__new__(cls)
+            cls._graph_instances.add(instance)
+            return instance
 
     def capture_begin(self, pool=None, capture_error_mode="global"):
         super().capture_begin(pool=pool, capture_error_mode=capture_error_mode)
@@ -55,6 +75,19 @@ class MUSAGraph(torch_musa._MUSAC._MUSAGraph):
         # instantiated, which may fail.
         _capture.end(self)
         super().capture_end()
+        if _capture.release_era():
+            self._has_capture = True
+
+    if _capture.release_era():
+
+        def instantiate(self):
+            super().instantiate()
+
+        def raw_musa_graph(self):
+            return super().raw_musa_graph()
+
+        def raw_musa_graph_exec(self):
+            return super().raw_musa_graph_exec()
 
     def reinstantiate_graph(self):
         super().reinstantiate_graph()
@@ -66,6 +99,8 @@ class MUSAGraph(torch_musa._MUSAC._MUSAGraph):
     def reset(self):
         super().reset()
         _capture.forget(self)
+        if _capture.release_era():
+            self._has_capture = False
 
     def pool(self):
         return super().pool()
@@ -94,7 +129,8 @@ class MUSAGraph(torch_musa._MUSAC._MUSAGraph):
 
 def update_musa_graph_with_profile():
     for g in MUSAGraph.get_latest_instance():
-        g.reinstantiate_graph()
+        if not _capture.release_era() or g._has_capture:
+            g.reinstantiate_graph()
 
 
 class graph:
@@ -114,7 +150,8 @@ class graph:
 
     def __enter__(self):
         torch_musa.synchronize()
-        gc.collect()
+        if not _capture.release_era() or torch.compiler.config.force_cudagraph_gc:
+            gc.collect()
         torch_musa.empty_cache()
         self.stream_ctx.__enter__()
         self.musa_graph.capture_begin(*self.pool, capture_error_mode=self.capture_error_mode)
@@ -124,20 +161,20 @@ class graph:
         self.stream_ctx.__exit__(exc_type, exc_value, traceback)
 
 
-def make_graphed_callables(callables, sample_args, num_warmup_iters=3, allow_unused_input=False):
-    # The simulator runs graphed callables eagerly after the warm-up a real capture would do.
-    just_one = not isinstance(callables, tuple)
-    if just_one:
-        callables = (callables,)
-        sample_args = (sample_args,)
-    for c, args in zip(callables, sample_args):
-        if isinstance(c, torch.nn.Module):
-            if len(c._backward_hooks) or len(c._forward_hooks) or len(c._forward_pre_hooks):
-                raise AssertionError(
-                    "Modules must not have hooks registered at the time they are passed. "
-                    "However, registering hooks on modules after passing them through "
-                    "make_graphed_callables is allowed."
-                )
-        for _ in range(num_warmup_iters):
-            c(*args)
-    return callables[0] if just_one else callables
+if _capture.release_era():
+
+    def make_graphed_callables(
+        callables, sample_args, num_warmup_iters=3, allow_unused_input=False, pool=None
+    ):
+        return _capture.run_graphed_callables(
+            callables, sample_args, num_warmup_iters, allow_unused_input
+        )
+
+else:
+
+    def make_graphed_callables(
+        callables, sample_args, num_warmup_iters=3, allow_unused_input=False
+    ):
+        return _capture.run_graphed_callables(
+            callables, sample_args, num_warmup_iters, allow_unused_input
+        )

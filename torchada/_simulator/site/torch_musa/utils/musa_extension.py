@@ -33,6 +33,7 @@ from torch.utils import cpp_extension as _cpp
 
 import torch_musa  # noqa: F401
 from torchada._simulator import extension_support as _ext
+from torchada._simulator import state as _state
 
 # What torch_musa decodes subprocess output with: the locale's encoding.
 SUBPROCESS_DECODE_ARGS = ()
@@ -94,7 +95,7 @@ def include_paths(musa: bool = False) -> list[str]:
     MUSA toolkit directories are listed only when they exist (the simulator needs none of them).
     """
     paths = list(_cpp.include_paths())
-    paths.append(_ext.TORCH_MUSA_INCLUDE_DIR)
+    paths += _ext.torch_musa_include_dirs()
     if musa:
         extra = []
         if MUSA_HOME:
@@ -156,6 +157,12 @@ def MUSAExtension(
         _ext.check_compile_args(compile_args, name)
         _ext.check_musa_cflags(compile_args.get("mcc"))
         kwargs["extra_compile_args"] = compile_args
+
+    if _state.config.facts["musa_versions_json"]:
+        define_macros = list(kwargs.get("define_macros") or [])
+        kwargs["define_macros"] = define_macros + _ext.musa_version_macros(
+            os.path.dirname(torch_musa.__file__)
+        )
 
     kwargs["language"] = "c++"
     return setuptools.Extension(name, sources, *args, **kwargs)
