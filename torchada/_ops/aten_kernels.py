@@ -87,7 +87,7 @@ def install(patcher: Patcher) -> Optional[torch.library.Library]:
     kernels = {op: _product(op, getattr(torch, op)) for op in ("mm", "bmm")}
     with warnings.catch_warnings():
         # "Overriding a previously registered kernel": replacing the defective one is the point.
-        warnings.filterwarnings("ignore", message=".*previously registered kernel")
+        warnings.filterwarnings("ignore", message="(?s).*previously registered kernel")
         for op, overload in missing:
             library.impl(f"{op}.{overload}", kernels[op][overload == "dtype_out"], _KEY)
     patcher.on_undo(library._destroy)
