@@ -313,7 +313,10 @@ def install(patcher: Patcher) -> None:
         if original is None:
             continue
         fn = this[name]
-        if name in MEMORY and "memory_stats" in _torch_memory or name == "memory_stats":
+        # empty_host_cache stays torchada's: torch's reaches a host-allocator hook that no
+        # release provides (the process crashes), whatever the device allocator serves.
+        native_able = name in MEMORY and name != "empty_host_cache"
+        if native_able and "memory_stats" in _torch_memory or name == "memory_stats":
             _torch_memory[name] = original
             fn = _native_first(name, fn)
         fn.__doc__ = original.__doc__
