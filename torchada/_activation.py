@@ -73,6 +73,7 @@ SUBSYSTEMS: Dict[str, str] = {
     "device_args": "torchada._cuda.device_args",
     "c10d": "torchada._distributed.c10d",
     "backend_name": "torchada._distributed.backend_name",
+    "fsdp2": "torchada._distributed.fsdp2",
     "amp": "torchada._torch.amp",
     "profiler": "torchada._torch.profiler",
     "custom_ops": "torchada._ops.custom_ops",

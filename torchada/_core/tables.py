@@ -650,6 +650,18 @@ class CapabilityTable(Row):
         return self
 
 
+# ------------------------------------------------------------------ torch_musa releases
+@record
+class ReleaseTable(Row):
+    """Defects of torch_musa releases that torchada works around: defect -> releases that have
+    it (PEP 440 release strings without the ``+local`` tag)."""
+
+    doc: str = column(_STR, key="_doc")
+    defects: Dict[str, List[str]] = column(
+        _mapping_of(_list_of(_name, as_list=True), as_dict=True)
+    )
+
+
 # ------------------------------------------------------------------ loading
 #: The schema of each table, by file stem.
 SCHEMAS: Dict[str, Type[Row]] = {
@@ -665,6 +677,7 @@ SCHEMAS: Dict[str, Type[Row]] = {
     "libraries": LibraryTable,
     "nvidia_callers": NvidiaCallerTable,
     "cuda_capability": CapabilityTable,
+    "torch_musa_releases": ReleaseTable,
 }
 
 

@@ -1,21 +1,27 @@
-"""ATen kernels that torch_musa 2.7.1 lacks, filled in Python on the MUSA key.
+"""ATen kernels that torch_musa lacks or gets wrong, served in Python on the MUSA key.
 
 ``torch.mm``/``torch.bmm`` with ``out_dtype=`` (``aten::mm.dtype``, ``aten::bmm.dtype`` and their
-``out=`` forms) have no MUSA kernel, so CUDA code that asks for fp32 results from fp16/bf16
-matrices stops with NotImplementedError. The fill follows CUDA's contract: ``out_dtype`` equal to
+``out=`` forms) have no MUSA kernel in torch_musa 2.7.1, so CUDA code that asks for fp32 results
+from fp16/bf16 matrices stops with NotImplementedError. From 2.9.1 torch_musa registers them, wrong:
+``mm`` returns zeros and ``bmm`` the output buffer as it was allocated (``Matmul.cpp``). Releases
+listed with ``mm_out_dtype`` in ``torchada/tables/torch_musa_releases.json`` get torchada's kernels
+in place of theirs; any other release's own kernel is left alone (and costs nothing). The fill follows CUDA's contract: ``out_dtype`` equal to
 the inputs' dtype is the plain product; fp16/bf16 inputs with ``out_dtype=torch.float32`` are
 multiplied with fp32 accumulation (inputs widened to fp32, exactly representable) and the result
 is fp32; anything else is refused as CUDA refuses it. A kernel that torch_musa itself registers
-is left alone.
+is left alone unless its release has the defect. The kernels call the plain products, so they
+work inside CUDA-graph capture as outside it.
 """
 
 from __future__ import annotations
 
 import logging
+import warnings
 from typing import TYPE_CHECKING, Callable, Optional
 
 import torch
 
+from .._core.musa_release import has_defect, release
 from .._core.torch_features import has_operator, left_out
 
 if TYPE_CHECKING:
@@ -67,19 +73,31 @@ def _has_kernel(name: str) -> bool:
 def install(patcher: Patcher) -> Optional[torch.library.Library]:
     """Register the fills missing on the MUSA key; ``patcher`` undoes them."""
     missing = []
+    defective = has_defect("mm_out_dtype")
     for op in ("mm", "bmm"):
         for overload in ("dtype", "dtype_out"):
             name = f"aten::{op}.{overload}"
             if not has_operator(name):  # torch 2.7: no out_dtype, on CUDA either
                 left_out(f"torch.{op} out_dtype fill", name)
-            elif not _has_kernel(name):
+            elif defective or not _has_kernel(name):
                 missing.append((op, overload))
     if not missing:
         return None
     library = torch.library.Library("aten", "IMPL")
     kernels = {op: _product(op, getattr(torch, op)) for op in ("mm", "bmm")}
-    for op, overload in missing:
-        library.impl(f"{op}.{overload}", kernels[op][overload == "dtype_out"], _KEY)
+    with warnings.catch_warnings():
+        # "Overriding a previously registered kernel": replacing the defective one is the point.
+        warnings.filterwarnings("ignore", message="(?s).*previously registered kernel")
+        for op, overload in missing:
+            library.impl(f"{op}.{overload}", kernels[op][overload == "dtype_out"], _KEY)
     patcher.on_undo(library._destroy)
-    logger.debug("torchada: filled %s on MUSA", ", ".join(f"{o}.{v}" for o, v in missing))
+    what = ", ".join(f"{o}.{v}" for o, v in missing)
+    if defective:
+        logger.info(
+            "torchada: torch_musa %s computes mm/bmm with out_dtype wrong; torchada serves %s",
+            release(),
+            what,
+        )
+    else:
+        logger.debug("torchada: filled %s on MUSA", what)
     return library

@@ -4,7 +4,9 @@ torch's generic accelerator API reaches the backend through hooks torch_musa doe
 the memory functions assert that musa's allocator is a ``DeviceAllocator`` (``empty_host_cache``
 crashes the process), ``get_device_capability`` is "not supported" and ``Graph`` refuses the
 musa device. Those are served by torch_musa here: its allocator statistics, a dtype probe and
-``MUSAGraph``. ``current_stream`` checks the index as CUDA's does (torch_musa's check names
+``MUSAGraph``. torch_musa 2.11.0.post2 serves the memory functions itself: at the first call of
+one, torchada asks torch's own ``memory_stats`` once, and where it answers, torch's functions are
+put back and torchada is out of the way. ``current_stream`` checks the index as CUDA's does (torch_musa's check names
 no index). The other device, stream and synchronisation functions work as torch has them.
 
 Device arguments also accept CUDA spellings ("cuda", "cuda:1", ``torch.device("cuda", 1)``),
@@ -181,6 +183,7 @@ def get_device_capability(device: Any = None, /) -> dict[str, Any]:
 
 def _graph_class() -> type:
     base = torch.musa.MUSAGraph
+    _KEEPS_GRAPH = hasattr(base, "instantiate")
 
     class Graph(base):  # type: ignore[misc, valid-type]
         """``torch.accelerator.Graph`` over torch_musa's ``MUSAGraph``."""
@@ -192,6 +195,8 @@ def _graph_class() -> type:
             pool: tuple[int, int] | None = None,
             capture_error_mode: str = "default",
         ) -> Any:
+            if _KEEPS_GRAPH:  # torch_musa 2.9.1.post1+: MUSAGraph(keep_graph=...)
+                return super().__new__(cls, keep_graph)
             return super().__new__(cls)
 
         def __init__(
@@ -201,7 +206,10 @@ def _graph_class() -> type:
             pool: tuple[int, int] | None = None,
             capture_error_mode: str = "default",
         ) -> None:
-            super().__init__()
+            if _KEEPS_GRAPH:
+                super().__init__(keep_graph)
+            else:
+                super().__init__()
             self.keep_graph = keep_graph
             self.graph_pool = pool
             self.capture_error_mode = capture_error_mode
@@ -212,10 +220,10 @@ def _graph_class() -> type:
             super().capture_begin(pool=self.graph_pool, capture_error_mode=mode)
 
         def instantiate(self) -> None:
-            # MUSA graphs are instantiated by capture_end; keep_graph changes nothing here.
-            instantiate = getattr(super(), "instantiate", None)
-            if instantiate is not None:
-                instantiate()
+            # Before 2.9.1.post1 MUSA graphs are instantiated by capture_end; keep_graph changes
+            # nothing there. From it, the release's own instantiate().
+            if _KEEPS_GRAPH:
+                super().instantiate()
 
         def __enter__(self) -> None:
             torch.musa.synchronize()
@@ -230,8 +238,9 @@ def _graph_class() -> type:
     return Graph
 
 
-# Names this module serves (the rest of torch.accelerator is torch's, working as it is).
-SERVED = (
+# The memory functions, which torch_musa may serve itself (2.11.0.post2): torch's own, and
+# whether torch_musa answers them (None: not asked yet).
+MEMORY = (
     "empty_cache",
     "empty_host_cache",
     "memory_stats",
@@ -242,19 +251,74 @@ SERVED = (
     "reset_accumulated_memory_stats",
     "reset_peak_memory_stats",
     "get_memory_info",
-    "get_device_capability",
-    "current_stream",
 )
+_torch_memory: dict[str, Any] = {}
+_native_memory: dict[str, Any] = {"answers": None, "patcher": None}
+
+
+def native_memory() -> bool | None:
+    """Whether torch_musa serves ``torch.accelerator``'s memory functions itself (None: not
+    asked yet; torchada asks at the first call of one).
+
+    Example::
+
+        >>> torch.accelerator.memory_allocated()  # doctest: +SKIP
+        0
+        >>> native_memory()  # doctest: +SKIP
+        True
+    """
+    return _native_memory["answers"]
+
+
+def _ask_native() -> bool:
+    """Once: does torch's own memory_stats answer for musa? If so, torch's functions go back."""
+    if _native_memory["answers"] is None:
+        try:
+            _torch_memory["memory_stats"](torch.musa.current_device())
+            answers = True
+        except RuntimeError as e:  # "Allocator for musa is not a DeviceAllocator."
+            logger.debug("torch.accelerator memory functions: torch_musa does not serve: %s", e)
+            answers = False
+        _native_memory["answers"] = answers
+        patcher = _native_memory["patcher"]
+        if answers and patcher is not None:
+            for name, original in _torch_memory.items():
+                patcher.set_attr(_acc, name, original)
+                if hasattr(_acc_memory, name):
+                    patcher.set_attr(_acc_memory, name, original)
+            logger.info("torchada: torch_musa serves torch.accelerator's memory functions")
+    return _native_memory["answers"]
+
+
+def _native_first(name: str, ours: Any) -> Any:
+    def serve(*args: Any, **kwargs: Any) -> Any:
+        return (_torch_memory[name] if _ask_native() else ours)(*args, **kwargs)
+
+    serve.__name__ = serve.__qualname__ = name
+    return serve
+
+
+# Names this module serves (the rest of torch.accelerator is torch's, working as it is).
+SERVED = MEMORY + ("get_device_capability", "current_stream")
 
 
 def install(patcher: Patcher) -> None:
     # Only what this torch has is served: torchada mirrors the installed API, it adds none.
     this = globals()
-    for name in SERVED:
+    _torch_memory.clear()
+    _native_memory.update(answers=None, patcher=patcher)
+    patcher.on_undo(lambda: _native_memory.update(answers=None, patcher=None))
+    for name in ("memory_stats",) + tuple(n for n in SERVED if n != "memory_stats"):
         original = getattr(_acc, name, None)
         if original is None:
             continue
         fn = this[name]
+        # empty_host_cache stays torchada's: torch's reaches a host-allocator hook that no
+        # release provides (the process crashes), whatever the device allocator serves.
+        native_able = name in MEMORY and name != "empty_host_cache"
+        if native_able and "memory_stats" in _torch_memory or name == "memory_stats":
+            _torch_memory[name] = original
+            fn = _native_first(name, fn)
         fn.__doc__ = original.__doc__
         patcher.set_attr(_acc, name, fn)
         if hasattr(_acc_memory, name):

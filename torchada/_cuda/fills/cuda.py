@@ -1,4 +1,10 @@
-"""Fills for top-level ``torch.cuda`` names torch_musa lacks."""
+"""Fills for top-level ``torch.cuda`` names torch_musa lacks.
+
+Later torch_musa releases have some of them (2.9.1.post1: ``get_stream_from_external``, the
+caching-allocator and host-memory statistics; 2.11.0.post2: ``get_gencode_flags``,
+``set/get_sync_debug_mode``). Where the installed ``torch.musa`` has the name, its own function
+answers (:func:`_native`); the fill serves the releases without it.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +24,11 @@ def _musa():
     return torch.musa
 
 
+def _native(name: str) -> Any:
+    """torch.musa's own ``name`` where this release has it, else None."""
+    return getattr(_musa(), name, None)
+
+
 def init() -> None:
     _musa()._lazy_init()
 
@@ -33,6 +44,9 @@ def default_generators() -> tuple:
 
 
 def get_gencode_flags() -> str:
+    native = _native("get_gencode_flags")
+    if native is not None:
+        return native()
     return " ".join(f"--offload-arch=mp_{arch}" for arch in _musa().get_arch_list())
 
 
@@ -47,11 +61,15 @@ def get_per_process_memory_fraction(device: Any = None) -> float:
 
 
 def get_sync_debug_mode() -> int:
-    return _sync_debug_mode
+    native = _native("get_sync_debug_mode")
+    return native() if native is not None else _sync_debug_mode
 
 
 def set_sync_debug_mode(debug_mode: "int | str") -> None:
     global _sync_debug_mode
+    native = _native("set_sync_debug_mode")
+    if native is not None:
+        return native(debug_mode)
     modes = {"default": 0, "warn": 1, "error": 2}
     if isinstance(debug_mode, str):
         if debug_mode not in modes:
@@ -71,6 +89,9 @@ def set_sync_debug_mode(debug_mode: "int | str") -> None:
 
 
 def get_stream_from_external(data_ptr: int, device: Any = None):
+    native = _native("get_stream_from_external")
+    if native is not None:
+        return native(data_ptr, device)
     return _musa().ExternalStream(data_ptr, device)
 
 
@@ -91,6 +112,9 @@ def _allocation_stream(musa: Any, idx: int, stream: Any) -> Any:
 
 
 def caching_allocator_alloc(size: int, device: Any = None, stream: Any = None) -> int:
+    native = _native("caching_allocator_alloc")
+    if native is not None:
+        return native(size, device, stream)
     # Emulated with a byte tensor kept alive until caching_allocator_delete. It comes from
     # torch_musa's caching allocator, so memory_allocated() and the memory stats count it, and
     # is made on the stream asked for: the allocator reuses a freed block on that stream only.
@@ -107,6 +131,9 @@ def caching_allocator_alloc(size: int, device: Any = None, stream: Any = None) -
 
 
 def caching_allocator_delete(mem_ptr: int) -> None:
+    native = _native("caching_allocator_delete")
+    if native is not None:
+        return native(mem_ptr)
     if not mem_ptr:
         return  # the null pointer a zero-byte allocation gave: nothing to free, as on CUDA
     if _blocks.pop(mem_ptr, None) is None:
@@ -115,20 +142,26 @@ def caching_allocator_delete(mem_ptr: int) -> None:
         )
 
 
-def _empty_stats(device: Any = None) -> dict:
-    return {}
+def host_memory_stats() -> dict:
+    native = _native("host_memory_stats")
+    return native() if native is not None else {}
 
 
-host_memory_stats = _empty_stats
-host_memory_stats_as_nested_dict = _empty_stats
+def host_memory_stats_as_nested_dict() -> dict:
+    native = _native("host_memory_stats_as_nested_dict")
+    return native() if native is not None else {}
 
 
 def reset_accumulated_host_memory_stats() -> None:
-    pass
+    native = _native("reset_accumulated_host_memory_stats")
+    if native is not None:
+        native()
 
 
 def reset_peak_host_memory_stats() -> None:
-    pass
+    native = _native("reset_peak_host_memory_stats")
+    if native is not None:
+        native()
 
 
 def is_available() -> bool:
