@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import sys
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
 
 import torch
@@ -61,11 +62,10 @@ def musa_wrapper() -> Optional[Tuple[Callable, Callable]]:
 
 
 def _fsdp() -> Any:
-    try:
-        import torch.distributed.fsdp as fsdp
-    except ImportError:  # a torch without distributed
-        return None
-    return fsdp
+    # torch_musa wraps fully_shard while it imports, so a wrapper exists only where the module
+    # is loaded already: importing it here would load FSDP2 (and its torch.ops namespaces) into
+    # every program for nothing.
+    return sys.modules.get("torch.distributed.fsdp")
 
 
 def _is_musa(device: Any) -> bool:

@@ -15,6 +15,7 @@ work inside CUDA-graph capture as outside it.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import warnings
 from typing import TYPE_CHECKING, Callable, Optional
@@ -84,12 +85,18 @@ def install(patcher: Patcher) -> Optional[torch.library.Library]:
     if not missing:
         return None
     library = torch.library.Library("aten", "IMPL")
+    # A release whose defective kernel came from Python (torch.library) is replaced too: torch
+    # refuses a second Python kernel for the same key unless told to override (torch 2.8+).
+    takes = "allow_override" in inspect.signature(library.impl).parameters
+    override = {"allow_override": True} if takes else {}
     kernels = {op: _product(op, getattr(torch, op)) for op in ("mm", "bmm")}
     with warnings.catch_warnings():
         # "Overriding a previously registered kernel": replacing the defective one is the point.
         warnings.filterwarnings("ignore", message="(?s).*previously registered kernel")
         for op, overload in missing:
-            library.impl(f"{op}.{overload}", kernels[op][overload == "dtype_out"], _KEY)
+            library.impl(
+                f"{op}.{overload}", kernels[op][overload == "dtype_out"], _KEY, **override
+            )
     patcher.on_undo(library._destroy)
     what = ", ".join(f"{o}.{v}" for o, v in missing)
     if defective:
