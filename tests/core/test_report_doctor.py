@@ -85,7 +85,10 @@ def test_doctor_reports_simulator_and_devices(py):
     assert r.returncode == 0, r.stderr
     info = json.loads(r.stdout)
     assert info["platform"] == "musa" and info["simulated"] and info["enabled"]
-    assert info["torch_musa"].startswith("2.7.1+")
+    # The release the simulator runs here: the one paired with this torch (2.7.1 on 2.13).
+    from torchada._simulator import releases
+
+    assert info["torch_musa"].startswith(releases.resolve() + "+")
     # CUDA_VISIBLE_DEVICES=0 selects one of the two simulated devices (MUSA_VISIBLE_DEVICES=0).
     assert [d["name"] for d in info["devices"]] == ["MTT S5000"]
     # Both capabilities: torch_musa's, and the CUDA one CUDA code is told (in force by default).
