@@ -63,6 +63,26 @@ def run_python(code: str, env: "dict | None" = None, timeout: float = 300, cwd=N
     )
 
 
+# torch_musa warns (a UserWarning, then the line of its warnings.warn call) on a torch it is not
+# built for, as the suite's torch 2.13 is for every simulated release.
+TORCH_MUSA_VERSION_WARNING = "UserWarning: torch version should be v"
+
+
+def is_torch_musa_version_warning(line: str) -> bool:
+    """Whether ``line`` is torch_musa's warning about the torch it runs on."""
+    return TORCH_MUSA_VERSION_WARNING in line
+
+
+def user_warnings(stderr: str) -> "list[str]":
+    """The UserWarning lines of a process's ``stderr``, torch_musa's torch-version warning left
+    out (it is the release's, not the program's or torchada's)."""
+    return [
+        line
+        for line in stderr.splitlines()
+        if "UserWarning" in line and not is_torch_musa_version_warning(line)
+    ]
+
+
 @pytest.fixture
 def py():
     return run_python

@@ -111,7 +111,8 @@ def test_raw_alloc_goes_through_the_allocator_fill():
     ptr = torch._C._cuda_cudaCachingAllocator_raw_alloc(1024, None)
     assert ptr != 0
     torch._C._cuda_cudaCachingAllocator_raw_delete(ptr)
-    with pytest.raises(RuntimeError, match="was not allocated here"):
+    # torchada's fill (2.7.1) and torch_musa's allocator (later releases) both say so.
+    with pytest.raises(RuntimeError, match="invalid device pointer"):
         torch._C._cuda_cudaCachingAllocator_raw_delete(ptr)
 
 

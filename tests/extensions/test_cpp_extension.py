@@ -23,6 +23,14 @@ def _sim_headers(me) -> str:
     return str(native.include_dir())
 
 
+def _sim_include_paths(me) -> "list[str]":
+    # What torch_musa adds to a build: its headers that differ by release (MUSAGraph.h) first,
+    # then the toolkit's.
+    from torchada._simulator import native, releases
+
+    return [str(native.release_include_dir(releases.resolve())), _sim_headers(me)]
+
+
 SRC = Path(__file__).resolve().parent / "cpp_extension_src"
 
 
@@ -305,7 +313,7 @@ def test_load_translates_arguments(ce, me, tx, captured, tmp_path, monkeypatch):
     assert kw["extra_include_paths"] == [
         str(out / "include"),
         torch_include,
-        _sim_headers(me),
+        *_sim_include_paths(me),
     ]
     assert (out / "include" / "host_ext" / "device_check.h").is_file()
     assert (out / "ext_common.muh").is_file() and not (out / "kernel.mu").exists()
@@ -337,7 +345,7 @@ def test_load_inline_translates_arguments(ce, me, tx, captured, tmp_path):
     assert kw["musa_sources"] is None and kw["functions"] == ["f"]
     assert kw["extra_musa_cflags"] == ["--offload-arch=mp_31"]
     assert "-lmusart" in kw["extra_ldflags"]
-    assert kw["extra_include_paths"] == [_sim_headers(me)]
+    assert kw["extra_include_paths"] == _sim_include_paths(me)
     assert tx.port_report("inl").files[0].path == "<cpp_sources[0]>"
     # No runtime call, no CUDA library: nothing MUSA is linked.
     ce.load_inline("plain", "int g() { return 2; }", build_directory=str(tmp_path / "plain"))

@@ -183,8 +183,38 @@ def _no_ipc(*args, **kwargs):
     )
 
 
+# Blocks handed out by raw allocations, by address: the caching allocator's allocated blocks.
+_raw_blocks: "dict[int, torch.Tensor]" = {}
+
+
+def raw_alloc(size: int, stream: int) -> int:
+    """MUSACachingAllocator::raw_alloc on the current device, filed under the native stream
+    ``stream`` (a handle): a byte tensor from the simulated allocator, kept until
+    :func:`raw_delete`, so memory_allocated() and the statistics count it."""
+    import torch_musa
+
+    musa = torch_musa.core
+    if int(size) == 0:
+        return 0  # the allocator answers a zero-byte request with a null pointer
+    idx = torch.musa.current_device()
+    current = torch.musa.current_stream(idx)
+    on = current if stream == current.musa_stream else musa.stream.ExternalStream(stream, idx)
+    with torch.musa.stream(on):
+        block = torch.empty(int(size), dtype=torch.uint8, device=torch.device("musa", idx))
+    _raw_blocks[block.data_ptr()] = block
+    return block.data_ptr()
+
+
+def _raw_delete(mem_ptr: int) -> None:
+    # THCPModule_musaCachingAllocator_raw_delete: raw_delete(nullptr) does nothing; an address
+    # the allocator did not hand out fails its TORCH_CHECK.
+    if mem_ptr and _raw_blocks.pop(mem_ptr, None) is None:
+        raise RuntimeError(f"invalid device pointer: {mem_ptr:#x}")
+
+
 def load(config):
     ext = native.load_extension()
+    ext._musa_musaCachingAllocator_raw_delete = _raw_delete
     # The C module's IPC entry points (storage._share_musa_ and friends call them).
     for name in ("_share_musa_", "_new_shared_musa", "_release_ipc_counter_musa"):
         setattr(ext, name, _no_ipc)

@@ -272,15 +272,26 @@ if _MEMORY_NAMES != "2.7.1":
     ]
 
     def caching_allocator_alloc(size, device=None, stream=None):
-        _lazy_init()
-        device = _get_musa_device_index(device, optional=True)
-        block = torch.empty(int(size), dtype=torch.uint8, device=torch.device("musa", device))
-        ptr = block.data_ptr()
-        _raw_blocks[ptr] = block
-        return ptr
+        # torch.cuda's, with musa's names (a raw allocation on the stream asked for).
+        if device is None:
+            device = torch.musa.current_device()
+        device = _get_musa_device_index(device)
+        if stream is None:
+            stream = torch.musa.current_stream(device)
+        if isinstance(stream, torch.musa.Stream):
+            stream = stream.musa_stream
+        if not isinstance(stream, int):
+            raise TypeError(
+                "Invalid type for stream argument, must be "
+                "`torch.musa.Stream` or `int` representing a pointer "
+                "to a exisiting stream"
+            )
+        with torch.musa.device(device):
+            # The C module's raw_alloc, kept off _MUSAC: its binding's name is not on record.
+            return importlib.import_module("torchada._simulator.musac").raw_alloc(size, stream)
 
     def caching_allocator_delete(mem_ptr):
-        _raw_blocks.pop(mem_ptr, None)
+        torch_musa._MUSAC._musa_musaCachingAllocator_raw_delete(mem_ptr)
 
     def caching_allocator_enable(value=True):
         if is_initialized():
@@ -327,8 +338,6 @@ if _MEMORY_NAMES != "2.7.1":
     def list_gpu_processes(device=None):
         # torch_musa asks mthreads-gmi, which the simulated machine does not have.
         return "mthreads-gmi not found"
-
-    _raw_blocks = {}
 
 if _MEMORY_NAMES == "2.9.1.post1":
 
