@@ -97,16 +97,8 @@ def test_accelerator_memory_native_where_the_release_serves_it(torchada_on):
 FSDP_CPU = os.path.join(PROGRAMS, "fsdp2_cpu_mesh.py")
 
 
-# Known defect, not yet fixed: on torch 2.7 torchada's init_device_mesh("cpu") in a gloo world
-# makes torch's new_group ask for an NCCL group ("ProcessGroupNCCL is only supported with GPUs");
-# torch 2.7.1 alone runs the program. strict: the mark fails once the defect is fixed.
-_MESH_DEFECT = torch.__version__.startswith("2.7.")
-
-
-@pytest.mark.xfail(
-    _MESH_DEFECT, reason="torch 2.7: init_device_mesh('cpu') under torchada asks for NCCL",
-    strict=True,
-)
+# torch 2.7's DeviceMesh asks its own new_group for "cpu:gloo,cuda:nccl" here (CUDA is
+# available): torchada's translation serves it (MCCL for the cuda part), as dist.new_group.
 @pytest.mark.parametrize("mode", ["runner", "import"])
 def test_fully_shard_on_a_cpu_mesh_takes_torchs_path(mode, cuda_program, tmp_path):
     out = program_result(cuda_program(mode, FSDP_CPU, [], workdir=tmp_path))

@@ -138,7 +138,8 @@ def _devices_as_musa(method: Any) -> Any:
 
 def install(patcher: Patcher) -> None:
     """Make the c10d methods that take a device, and ``ProcessGroup.bound_device_id``, read a
-    CUDA device as the musa one; ``patcher`` undoes it.
+    CUDA device as the musa one, and DeviceMesh's groups get MCCL for "cuda:nccl"; ``patcher``
+    undoes it.
 
     Example::
 
@@ -157,6 +158,13 @@ def install(patcher: Patcher) -> None:
                 left_out(f"CUDA devices in {class_name}.{name}", f"{class_name}.{name}")
                 continue
             patcher.set_attr(cls, name, _devices_as_musa(method))
+    # DeviceMesh creates its groups with the new_group it imported, not dist.new_group: torch 2.7
+    # asks it for "cpu:gloo,cuda:nccl" for a 1-D mesh over a gloo world where CUDA is available.
+    from .._cuda.redirect import original_module
+
+    mesh_module = original_module("torch.distributed.device_mesh")
+    if vars(mesh_module).get("new_group") is _c10d.new_group:
+        patcher.set_attr(mesh_module, "new_group", new_group)
     bound = vars(c10d.ProcessGroup)["bound_device_id"]
     patcher.set_attr(
         c10d.ProcessGroup,
