@@ -28,7 +28,8 @@ torch = pytest.importorskip("torch")
 COLD_BUDGET_MS = 30_000
 WARM_BUDGET_MS = 50  # what loading the cached library may add to a process with torch loaded
 
-PROBE = textwrap.dedent("""
+PROBE = textwrap.dedent(
+    """
     import json, os, sys, time
     from torchada import _simulator
     _simulator.activate()  # the simulator's backend from the usual cache
@@ -44,7 +45,8 @@ PROBE = textwrap.dedent("""
     install_s = time.perf_counter() - t
     built = _build.last_build(_native.LIBRARY_NAME).built
     print(json.dumps({"load_s": load_s, "install_s": install_s, "built": built}))
-    """)
+    """
+)
 
 _cache: dict = {}
 

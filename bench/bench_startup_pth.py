@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import sysconfig
 import venv
 
@@ -24,7 +23,9 @@ def _environment(root: str, with_line: bool) -> str:
     python = os.path.join(root, "bin", "python")
     purelib = subprocess.run(
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     with open(os.path.join(purelib, "shared.pth"), "w") as f:
         # This checkout first: torchada_startup is the one its torchada.pth imports.
@@ -40,16 +41,24 @@ def _environment(root: str, with_line: bool) -> str:
 @pytest.fixture(scope="module")
 def pythons(tmp_path_factory):
     base = tmp_path_factory.mktemp("startup")
-    out = {"without": _environment(str(base / "without"), False),
-           "with": _environment(str(base / "with"), True)}
+    out = {
+        "without": _environment(str(base / "without"), False),
+        "with": _environment(str(base / "with"), True),
+    }
     for python in out.values():  # warm the bytecode caches
         _start(python, {"TORCHADA_ACTIVE": "1", "CUDA_VISIBLE_DEVICES": "1"})
     return out
 
 
 def _start(python: str, extra: dict) -> None:
-    subprocess.run([python, "-c", "pass"], check=True, env=child_env(extra), cwd="/",
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [python, "-c", "pass"],
+        check=True,
+        env=child_env(extra),
+        cwd="/",
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def _time(benchmark, python: str, extra: dict) -> None:

@@ -159,6 +159,8 @@ def _backend_name(info: Dict[str, Any]) -> Dict[str, Any]:
     else:
         why = "torch's own answer: TORCHADA_DISABLE_BACKEND_NAME"
     return {"answer": "mccl", "why": why}
+
+
 def _graph_rotation(info: Dict[str, Any]) -> Dict[str, Any]:
     """CUDA graph executable rotation: on or off, its cap, and what it did in this process."""
     rotation = sys.modules.get("torchada._cuda.graph_rotation")

@@ -202,7 +202,8 @@ def torchada_file() -> str:
 
 def test_the_source_of_served_modules_matches_their_file(py):
     # A traceback through a served module shows its real source lines.
-    code = textwrap.dedent("""
+    code = textwrap.dedent(
+        """
         import traceback, torch, torchada
         from torchada._core import code_bundle, patcher
         try:
@@ -210,7 +211,8 @@ def test_the_source_of_served_modules_matches_their_file(py):
         except AttributeError:
             print(traceback.format_exc())
         print(isinstance(patcher.__spec__.loader, code_bundle._BundledLoader))
-        """)
+        """
+    )
     env = {"TORCHADA_SIMULATE": "1", "PYTHONDONTWRITEBYTECODE": ""}
     _activation_bundle()
     for _ in range(2):

@@ -136,7 +136,8 @@ def _json_lines(text):
 
 
 def test_import_torchada_changes_no_object(tmp_path):
-    code = IDENTITIES + textwrap.dedent("""
+    code = IDENTITIES + textwrap.dedent(
+        """
         import json
         before = identities()
         import torchada
@@ -156,7 +157,8 @@ def test_import_torchada_changes_no_object(tmp_path):
                           "cdll_type": type(lib).__name__,
                           "cudaMalloc": hasattr(lib, "cudaMalloc"),
                           "cuda_home": torchada.CUDA_HOME == cpp.CUDA_HOME}))
-    """)
+    """
+    )
     out = _json_lines(_python(["-c", code]).stdout)[-1]
     assert out["same"], (out["before"], out["after"])
     assert out["platform"] == "cuda"
@@ -216,7 +218,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("axpy", &axpy); }
 
 def test_cuda_extension_with_real_kernel_builds_with_torchada(tmp_path):
     (tmp_path / "axpy_kernel.cu").write_text(KERNEL)
-    code = textwrap.dedent(f"""
+    code = textwrap.dedent(
+        f"""
         import json, torch, torchada
         from torch.utils.cpp_extension import load
         ext = load("torchada_axpy_check", [{str(tmp_path / "axpy_kernel.cu")!r}],
@@ -228,7 +231,8 @@ def test_cuda_extension_with_real_kernel_builds_with_torchada(tmp_path):
         print(json.dumps({{"close": bool(torch.allclose(out, 2.5 * x + y, atol=1e-5)),
                            "max_err": (out - (2.5 * x + y)).abs().max().item(),
                            "device": str(out.device)}}))
-    """)
+    """
+    )
     out = _json_lines(_python(["-c", code]).stdout)[-1]
     assert out["close"] is True, out
     assert out["device"] == "cuda:0"

@@ -10,7 +10,8 @@ import textwrap
 
 ENV = {k: v for k, v in os.environ.items() if k != "TORCHADA_SIMULATE"}
 
-PROGRAM = textwrap.dedent("""
+PROGRAM = textwrap.dedent(
+    """
     import torch
     n = torch.cuda.device_count()
     torch.cuda.device_count()
@@ -20,7 +21,8 @@ PROGRAM = textwrap.dedent("""
     except NotImplementedError:
         pass  # caught by the program: the report must still list it
     torch.cuda.nvtx.range_push("step")
-    """)
+    """
+)
 
 
 def test_report_lists_apis_kinds_calls_and_sites(tmp_path):

@@ -70,14 +70,16 @@ def _activated(extra: str = "") -> dict:
 
 
 def test_mm_out_dtype_fill_follows_the_operator():
-    out = _activated("""
+    out = _activated(
+        """
         a = torch.randn(4, 8, device="cuda", dtype=torch.float16)
         try:
             r = torch.mm(a, a.t(), out_dtype=torch.float32)
             out["mm"] = [str(r.dtype), r.device.type]
         except TypeError as e:  # torch without the overload refuses the keyword itself
             out["mm"] = ["TypeError", str(e)]
-        """)
+        """
+    )
     assert out["enabled"] is True
     if HAS_MM_DTYPE:
         assert out["mm"] == ["torch.float32", "musa"]
@@ -100,7 +102,8 @@ def test_c10d_device_methods_follow_what_backend_has():
         for name in names
         if not hasattr(getattr(c10d, cls), name)
     }
-    out = _activated("""
+    out = _activated(
+        """
         c10d = torch._C._distributed_c10d
         from torchada._distributed.c10d import C10D_DEVICE_METHODS
         out["wrapped"] = sorted(
@@ -108,7 +111,8 @@ def test_c10d_device_methods_follow_what_backend_has():
             if hasattr(getattr(c10d, cls), name)
             and hasattr(getattr(getattr(c10d, cls), name), "__wrapped__")
         )
-        """)
+        """
+    )
     assert out["enabled"] is True
     missing = {k for k in out["left_out"] if k.startswith("CUDA devices in ")}
     assert missing == expected_missing

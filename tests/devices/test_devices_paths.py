@@ -268,22 +268,26 @@ def test_disabled_fails_as_without_torchada(py, native):
     never, _ = _run(
         py,
         CALLS
-        + textwrap.dedent("""
+        + textwrap.dedent(
+            """
         _simulator.activate()
         print(json.dumps(outcomes()))
-    """),
+    """
+        ),
         native=native,
     )
     after, _ = _run(
         py,
         CALLS
-        + textwrap.dedent("""
+        + textwrap.dedent(
+            """
         _simulator.activate()
         assert torchada.enable()
         assert str(torch.empty(1, device="cuda").device) == "musa:0"
         torchada.disable()
         print(json.dumps(outcomes()))
-    """),
+    """
+        ),
         native=native,
     )
     assert {k: v[0] for k, v in after.items()} == {k: v[0] for k, v in never.items()}

@@ -127,14 +127,21 @@ def test_the_pth_file_is_installed_with_the_package():
 
 
 def test_the_pth_line_imports_nothing_unless_torchada_is_active():
-    code = "import json, os, sys; print(json.dumps([m in sys.modules for m in " \
+    code = (
+        "import json, os, sys; print(json.dumps([m in sys.modules for m in "
         "('torchada_startup', 'torch', 'torchada')] + [os.environ.get('MUSA_VISIBLE_DEVICES')]))"
+    )
     env = {"CUDA_VISIBLE_DEVICES": "1", "MUSA_VISIBLE_DEVICES": "2,3"}
     clean = {k: v for k, v in os.environ.items() if not k.startswith("TORCHADA_")}
 
     def run(extra):
-        r = subprocess.run([sys.executable, "-c", code], env={**clean, **env, **extra},
-                           capture_output=True, text=True, cwd="/")
+        r = subprocess.run(
+            [sys.executable, "-c", code],
+            env={**clean, **env, **extra},
+            capture_output=True,
+            text=True,
+            cwd="/",
+        )
         assert r.returncode == 0, r.stderr
         return json.loads(r.stdout)
 
@@ -158,7 +165,11 @@ def _launch(order: str, kind: str, values, tmp_path, musa=None) -> list:
     out.mkdir()
     r = subprocess.run(
         [sys.executable, str(HERE / "launcher.py"), kind, str(out), *values],
-        env=env, capture_output=True, text=True, cwd=str(tmp_path), timeout=900,
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=str(tmp_path),
+        timeout=900,
     )
     assert r.returncode == 0, r.stderr
     results = []
@@ -219,8 +230,13 @@ def test_forkserver_workers_land_on_their_gpu(tmp_path):
 
 
 def test_importing_torchada_first_with_a_contradictory_setting_fails(tmp_path):
-    env = {"TORCHADA_SIMULATE": "1", "TORCHADA_ACTIVE": "0", "TORCHADA_SIM_DEVICES": "4",
-           "CUDA_VISIBLE_DEVICES": "2", "MUSA_VISIBLE_DEVICES": "0,1"}
+    env = {
+        "TORCHADA_SIMULATE": "1",
+        "TORCHADA_ACTIVE": "0",
+        "TORCHADA_SIM_DEVICES": "4",
+        "CUDA_VISIBLE_DEVICES": "2",
+        "MUSA_VISIBLE_DEVICES": "0,1",
+    }
     r = run_python("import torchada", env=env)
     assert r.returncode != 0
     assert "VisibleDevicesError: CUDA_VISIBLE_DEVICES='2' cannot choose" in r.stderr

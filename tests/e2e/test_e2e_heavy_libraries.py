@@ -133,7 +133,9 @@ def test_deepspeed_prebuilt_op_load_skips_the_cuda_version_check(cuda_program, t
     # parsed. A prebuilt op (faked here) is loaded past that check instead of failing with
     # AttributeError on torch.version.cuda (None); the op module itself is absent in this install.
     prog = tmp_path / "prebuilt_op_cuda.py"
-    prog.write_text(textwrap.dedent("""
+    prog.write_text(
+        textwrap.dedent(
+            """
             import json
             import torch
             import deepspeed.git_version_info as info
@@ -155,7 +157,9 @@ def test_deepspeed_prebuilt_op_load_skips_the_cuda_version_check(cuda_program, t
                 "version_cuda": torch.version.cuda,
                 "error": error,
             }))
-            """))
+            """
+        )
+    )
     out = program_result(cuda_program("import", str(prog), workdir=tmp_path))
     assert out["is_available"] is True and out["accelerator"] == "cuda"
     assert out["version_cuda"] is None

@@ -84,9 +84,7 @@ needs_branch = pytest.mark.skipif(
 # ------------------------------------------------------------------ code with a MUSA branch
 @pytest.mark.parametrize("mode", MODES + ("own",))
 def test_registry_answers_musa_on_every_call(mode, tmp_path):
-    out = result(
-        run_project(mode, "xinference_main.py", tmp_path, {"MUSA_VISIBLE_DEVICES": "1"})
-    )
+    out = result(run_project(mode, "xinference_main.py", tmp_path, {"MUSA_VISIBLE_DEVICES": "1"}))
     if BRANCH or not FOR_MUSA:
         # Every call, not only the first (asked before the MUSA probe imported torchada).
         assert out["calls"] == [["musa", "MUSA_VISIBLE_DEVICES", 1]] * 3
@@ -171,8 +169,10 @@ def test_each_caller_says_once_which_answer_it_got_and_why(tmp_path):
     cuda = [x for x in lines if "__main__.pick " in x]
     assert len(branch) == 1 and len(cuda) == 1, lines
     if BRANCH:
-        assert "torch's own answer (False on MUSA), because the function asks about MUSA itself" \
+        assert (
+            "torch's own answer (False on MUSA), because the function asks about MUSA itself"
             " (is_musa)" in branch[0]
+        )
     assert "the MUSA device's answer, because it is CUDA code" in cuda[0]
     want = "['musa', 'musa', 'musa']" if BRANCH else "['cuda', 'cuda', 'cuda']"
     assert r.stdout.splitlines()[-1] == f"{want} ['cuda', 'cuda', 'cuda']"

@@ -390,7 +390,8 @@ def plain_torch_load_errors(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("plain")
     (root / "adir").mkdir()
-    r = run_python(f"""
+    r = run_python(
+        f"""
         import json, sys, torch.utils.cpp_extension as ce
         assert "torchada" not in sys.modules
         out = {{}}
@@ -401,7 +402,8 @@ def plain_torch_load_errors(tmp_path_factory):
             except BaseException as exc:
                 out[case] = [type(exc).__name__, exc.errno, exc.filename]
         print(json.dumps(out))
-        """)
+        """
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     return root, json.loads(r.stdout.splitlines()[-1])
 

@@ -161,12 +161,14 @@ def test_import_forms_agree(pkg, hooks):
     proxy, resolver = make_proxy(pkg.name("sub"), is_package=True)
     hooks.register(pkg.name("sub"), proxy)
     hooks.install()
-    ns = run(f"""
+    ns = run(
+        f"""
         import {pkg.top}.sub
         import {pkg.top}.sub as alias
         from {pkg.top}.sub import X
         from {pkg.top} import sub
-        """)
+        """
+    )
     top = ns[pkg.top]
     assert top.sub is proxy
     assert ns["alias"] is proxy
@@ -206,11 +208,13 @@ def test_registered_child_of_package_proxy(pkg, hooks):
     hooks.register(pkg.name("sub"), parent)
     hooks.register(pkg.name("sub.child"), child)
     hooks.install()
-    ns = run(f"""
+    ns = run(
+        f"""
         import {pkg.top}.sub.child
         from {pkg.top}.sub import child
         from {pkg.top}.sub.child import X
-        """)
+        """
+    )
     assert ns[pkg.top].sub is parent
     assert ns[pkg.top].sub.child is child
     assert ns["child"] is child
@@ -299,11 +303,13 @@ def test_already_imported_modules_are_swapped_in_both_places(pkg, hooks):
     assert sys.modules[pkg.name("sub.child")] is child
     assert real_top.sub is parent
     assert parent.child is child
-    ns = run(f"""
+    ns = run(
+        f"""
         import {pkg.top}.sub.child
         from {pkg.top}.sub import X
         from {pkg.top}.sub.child import X as CX
-        """)
+        """
+    )
     assert ns[pkg.top].sub.child is child
     assert ns["X"] is parent.X and ns["X"] == ["resolved", "X"]
     assert ns["CX"] is child.X

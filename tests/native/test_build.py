@@ -38,7 +38,8 @@ static PyModuleDef def = {{PyModuleDef_HEAD_INIT, "tiny", nullptr, -1, methods}}
 PyMODINIT_FUNC TINY_CAT(PyInit_, TORCH_EXTENSION_NAME)(void) {{ return PyModule_Create(&def); }}
 """
 
-CHILD = textwrap.dedent("""
+CHILD = textwrap.dedent(
+    """
     import json, os, sys, time
     from pathlib import Path
     from torchada._native import build as _build
@@ -66,7 +67,8 @@ CHILD = textwrap.dedent("""
     module = _build.load_torch_extension("tiny", [Path(os.environ["SRC"])])
     record = _build.last_build("tiny")
     print(json.dumps({"built": record.built, "path": str(record.path), "answer": module.answer()}))
-    """)
+    """
+)
 
 
 @pytest.fixture
@@ -190,7 +192,8 @@ def test_cache_hit_when_nothing_changed_and_rebuild_when_a_source_did(tiny):
     assert artefact.exists()
 
 
-NATIVE_CHILD = textwrap.dedent("""
+NATIVE_CHILD = textwrap.dedent(
+    """
     import json, logging, os, sys
     from pathlib import Path
     logging.basicConfig(level=logging.INFO, format="%(name)s %(levelname)s %(message)s")
@@ -202,7 +205,8 @@ NATIVE_CHILD = textwrap.dedent("""
     assert ce._run_ninja_build is runner  # torch's own runner is back in place
     info = dict(_native.state(), built=_build.last_build(_native.LIBRARY_NAME).built)
     print(json.dumps(info))
-    """)
+    """
+)
 
 
 def test_native_library_route_verbose_and_mu_skipped(tiny):

@@ -34,7 +34,8 @@ RELEASES = [
     pytest.param(
         release,
         marks=pytest.mark.skipif(
-            not _runs_here(release), reason=f"torch_musa {release} refuses torch {torch.__version__}"
+            not _runs_here(release),
+            reason=f"torch_musa {release} refuses torch {torch.__version__}",
         ),
     )
     for release in ("2.7.1", "2.9.1.post1", "2.11.0.post2")
@@ -238,9 +239,7 @@ def test_overlap_level_sets_the_streams_even_where_the_arch_disables_overlap(
     # Level 3: copy-in on a stream of its own, all-gather and reduce-scatter sharing another,
     # all-reduce on the current one. Below mp_31 torch_musa still replaces the methods for no
     # overlap, but its stream set-up keeps the level asked for.
-    out = _run(
-        "2.7.1", ["musa"], TORCHADA_SIM_BOARD=board, TORCH_MUSA_FSDP2_OVERLAP_LEVEL="3"
-    )
+    out = _run("2.7.1", ["musa"], TORCHADA_SIM_BOARD=board, TORCH_MUSA_FSDP2_OVERLAP_LEVEL="3")
     (run,) = out["runs"]
     assert run["streams"] == [MUSA_STREAM] * 4 and run["same"] == [0, 1, 1, 3]
     assert run["current_first"] is False and "error" not in run and run["max_diff"] < 1e-6

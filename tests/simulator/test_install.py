@@ -9,8 +9,7 @@ import sys
 import pytest
 from conftest import REPO, run_python
 
-from torchada._simulator import SITE
-from torchada._simulator import releases
+from torchada._simulator import SITE, releases
 from torchada._simulator.install import PTH, dist_info, install, is_installed, uninstall
 
 DIST_INFO = dist_info(releases.resolve())

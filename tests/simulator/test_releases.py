@@ -376,8 +376,12 @@ def test_names_are_the_releases(release):
         return  # refused: the installed torch is older than the release accepts
     present = set(out["present"])
     if release == "2.7.1":
-        assert present == {"MemPoolContext", "_dump_snapshot", "_record_memory_history",
-                           "memory_stats_all"}
+        assert present == {
+            "MemPoolContext",
+            "_dump_snapshot",
+            "_record_memory_history",
+            "memory_stats_all",
+        }
         assert out["backends_musa"] is False
         assert out["mempool"] == ["allocator"]
         assert out["event"] == ["enable_timing", "blocking", "interprocess"]
@@ -387,9 +391,16 @@ def test_names_are_the_releases(release):
         assert out["macros"] == []
         return
     # Both later releases.
-    assert {"get_stream_from_external", "caching_allocator_alloc", "host_memory_stats",
-            "memory_cached", "list_gpu_processes", "_POOL_HANDLE",
-            "align_rng_to_nv_gpu", "NV_GPU_REGISTRY"} <= present
+    assert {
+        "get_stream_from_external",
+        "caching_allocator_alloc",
+        "host_memory_stats",
+        "memory_cached",
+        "list_gpu_processes",
+        "_POOL_HANDLE",
+        "align_rng_to_nv_gpu",
+        "NV_GPU_REGISTRY",
+    } <= present
     # No longer re-exported at the top level; 2.11.0.post2 also drops _dump_snapshot itself.
     assert not present & {"_record_memory_history", "memory_stats_all", "_dump_snapshot"}
     assert out["memory_module_keeps"] is True
@@ -406,8 +417,12 @@ def test_names_are_the_releases(release):
         assert out["initialized_after"] is False  # a copy, as real's
         assert out["uuid"] is None and out["pci"] == [None, None, None]
     else:
-        assert {"get_gencode_flags", "set_sync_debug_mode", "get_sync_debug_mode",
-                "AcceleratorError"} <= present
+        assert {
+            "get_gencode_flags",
+            "set_sync_debug_mode",
+            "get_sync_debug_mode",
+            "AcceleratorError",
+        } <= present
         assert "MemPoolContext" not in present and out["memory_dump_snapshot"] is False
         assert out["mempool"] == ["allocator", "use_on_oom", "no_split"]
         assert out["properties_default"] is True
@@ -437,7 +452,11 @@ def test_extensions_refuse_to_build_without_the_version_file(tmp_path):
     (tmp_path / "share" / "musa_versions.json").write_text('{"MUSA_COMP_VERSION": "1"}')
     with pytest.raises(RuntimeError, match="^Missing MUSA version macro: MUSPARSE_VERSION$"):
         extension_support.musa_version_macros(str(tmp_path))
-    shipped = os.path.join(os.path.dirname(__import__("torchada").__file__), "_simulator",
-                           "site", "torch_musa")
+    shipped = os.path.join(
+        os.path.dirname(__import__("torchada").__file__), "_simulator", "site", "torch_musa"
+    )
     assert [n for n, _ in extension_support.musa_version_macros(shipped)] == [
-        "MUSA_COMP_VERSION", "MUSPARSE_VERSION", "REAL_MUSA_VERSION"]
+        "MUSA_COMP_VERSION",
+        "MUSPARSE_VERSION",
+        "REAL_MUSA_VERSION",
+    ]

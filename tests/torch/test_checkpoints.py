@@ -101,7 +101,8 @@ def test_a_storage_is_tagged_cuda():
 def test_plain_cpu_torch_loads_the_file(tmp_path, legacy):
     path = tmp_path / "ckpt.pt"
     path.write_bytes(_save(_state(), legacy))
-    r = _plain_torch(f"""
+    r = _plain_torch(
+        f"""
         path = {str(path)!r}
         out = {{}}
         def record(name, state):
@@ -120,7 +121,8 @@ def test_plain_cpu_torch_loads_the_file(tmp_path, legacy):
         except RuntimeError as err:
             out["no_map_location"] = str(err)
         print(json.dumps(out))
-        """)
+        """
+    )
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     want = {"w": ["cpu", [0.0, 1.0, 2.0, 3.0]], "b": ["cpu", [7.0, 7.0]], "n": ["cpu", [1.0] * 3]}

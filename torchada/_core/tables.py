@@ -657,9 +657,7 @@ class ReleaseTable(Row):
     it (PEP 440 release strings without the ``+local`` tag)."""
 
     doc: str = column(_STR, key="_doc")
-    defects: Dict[str, List[str]] = column(
-        _mapping_of(_list_of(_name, as_list=True), as_dict=True)
-    )
+    defects: Dict[str, List[str]] = column(_mapping_of(_list_of(_name, as_list=True), as_dict=True))
 
 
 # ------------------------------------------------------------------ loading

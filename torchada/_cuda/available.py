@@ -45,12 +45,21 @@ _NOT_A_BRANCH = ("torchada", "torchada_hooks")
 
 # What each question is and what its two answers are, for the debug log.
 _ASKED = {
-    "is_available": ("torch.cuda.is_available()", "torch's own answer (False on MUSA)",
-                     "the MUSA device's answer"),
-    "capability": ("the compute capability", "torch_musa's own numbers",
-                   "the CUDA capability with the board's features"),
-    "backend_name": ("a process group's backend name", "torch's own name (mccl)",
-                     "CUDA's name (nccl)"),
+    "is_available": (
+        "torch.cuda.is_available()",
+        "torch's own answer (False on MUSA)",
+        "the MUSA device's answer",
+    ),
+    "capability": (
+        "the compute capability",
+        "torch_musa's own numbers",
+        "the CUDA capability with the board's features",
+    ),
+    "backend_name": (
+        "a process group's backend name",
+        "torch's own name (mccl)",
+        "CUDA's name (nccl)",
+    ),
 }
 
 

@@ -129,8 +129,12 @@ def _guard_replaced() -> None:
             continue
 
         def guarded(
-            self: Any, *args: Any, _musa: Any = current, _torch: Any = torch_method,
-            _name: str = name, **kwargs: Any
+            self: Any,
+            *args: Any,
+            _musa: Any = current,
+            _torch: Any = torch_method,
+            _name: str = name,
+            **kwargs: Any,
         ) -> Any:
             device = _device_of(_name, self, args)
             chosen = _torch if device is not None and not _is_musa(device) else _musa

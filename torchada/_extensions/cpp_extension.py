@@ -26,6 +26,7 @@ import setuptools
 from torch_musa.utils import musa_extension as _me
 
 from .._native.build import torch_cpp_extension
+from . import stable_kit
 from .build_porting import (
     PORTED_DIR,
     PortedBuild,
@@ -35,7 +36,6 @@ from .build_porting import (
     port_texts,
     publish,
 )
-from . import stable_kit
 from .build_settings import (
     has_nvcc_args,
     links_musa_library,

@@ -70,9 +70,9 @@ def build_proxy(module_name: str = "pynvml") -> Any:
     original = sys.modules.get(module_name)
     attrs: Dict[str, Any] = {
         "__doc__": f"{module_name} answered from MTML by torchada (torchada/tables/{TABLE}.json).",
-        "__torchada_original__": vars(original).get("__torchada_original__", original)
-        if original is not None
-        else None,
+        "__torchada_original__": (
+            vars(original).get("__torchada_original__", original) if original is not None else None
+        ),
     }
     where = _original_file()
     if where:

@@ -223,9 +223,7 @@ def load() -> Optional[ModuleType]:
         try:
             build, args = _build_arguments()
             log_musa_skip(LIBRARY_NAME, build)
-            module = load_torch_extension(
-                LIBRARY_NAME, **args, verbose=verbose_builds(VERBOSE_ENV)
-            )
+            module = load_torch_extension(LIBRARY_NAME, **args, verbose=verbose_builds(VERBOSE_ENV))
         except Exception as err:  # any build or import failure means: use the fallback
             _state.clear()
             _state.update(status="failed", reason=f"{type(err).__name__}: {err}")

@@ -5,12 +5,12 @@
 from fp16/bf16 matrices stops with NotImplementedError. From 2.9.1 torch_musa registers them, wrong:
 ``mm`` returns zeros and ``bmm`` the output buffer as it was allocated (``Matmul.cpp``). Releases
 listed with ``mm_out_dtype`` in ``torchada/tables/torch_musa_releases.json`` get torchada's kernels
-in place of theirs; any other release's own kernel is left alone (and costs nothing). The fill follows CUDA's contract: ``out_dtype`` equal to
-the inputs' dtype is the plain product; fp16/bf16 inputs with ``out_dtype=torch.float32`` are
-multiplied with fp32 accumulation (inputs widened to fp32, exactly representable) and the result
-is fp32; anything else is refused as CUDA refuses it. A kernel that torch_musa itself registers
-is left alone unless its release has the defect. The kernels call the plain products, so they
-work inside CUDA-graph capture as outside it.
+in place of theirs; any other release's own kernel is left alone (and costs nothing). The fill
+follows CUDA's contract: ``out_dtype`` equal to the inputs' dtype is the plain product; fp16/bf16
+inputs with ``out_dtype=torch.float32`` are multiplied with fp32 accumulation (inputs widened to
+fp32, exactly representable) and the result is fp32; anything else is refused as CUDA refuses
+it. A kernel that torch_musa itself registers is left alone unless its release has the defect.
+The kernels call the plain products, so they work inside CUDA-graph capture as outside it.
 """
 
 from __future__ import annotations
@@ -94,9 +94,7 @@ def install(patcher: Patcher) -> Optional[torch.library.Library]:
         # "Overriding a previously registered kernel": replacing the defective one is the point.
         warnings.filterwarnings("ignore", message="(?s).*previously registered kernel")
         for op, overload in missing:
-            library.impl(
-                f"{op}.{overload}", kernels[op][overload == "dtype_out"], _KEY, **override
-            )
+            library.impl(f"{op}.{overload}", kernels[op][overload == "dtype_out"], _KEY, **override)
     patcher.on_undo(library._destroy)
     what = ", ".join(f"{o}.{v}" for o, v in missing)
     if defective:

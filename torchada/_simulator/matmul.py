@@ -50,9 +50,7 @@ def _mm_dtype_out(self, mat2, out_dtype, out):
         out_dtype == self.dtype
         or (out_dtype == torch.float32 and self.dtype in (torch.float16, torch.bfloat16))
     ):
-        raise RuntimeError(
-            "out_dtype must be the same as input dtype or fp32 for fp16/bf16 inputs"
-        )
+        raise RuntimeError("out_dtype must be the same as input dtype or fp32 for fp16/bf16 inputs")
     _mm_check(self, mat2)
     out.zero_()  # alpha 0: 0 * (self @ mat2)
     return out

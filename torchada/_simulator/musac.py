@@ -59,7 +59,6 @@ class _MusaUUID:
         h = self._bytes.hex()
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
-
     def __repr__(self):
         return str(self)
 
@@ -240,9 +239,7 @@ def load(config):
     if config.facts["device_api_2_11"]:
         # torch's synchronisation debug mode, which 2.11.0.post2 binds for musa.
         ext._sim_sync_debug_mode = 0
-        ext._musa_set_sync_debug_mode = lambda mode: setattr(
-            ext, "_sim_sync_debug_mode", int(mode)
-        )
+        ext._musa_set_sync_debug_mode = lambda mode: setattr(ext, "_sim_sync_debug_mode", int(mode))
         ext._musa_get_sync_debug_mode = lambda: ext._sim_sync_debug_mode
     # torch_musa's C extension links libmusart: it is loaded (mapped) once torch_musa is. Its
     # MUSAGraph (ext._MUSAGraph, sim_graph.cpp) instantiates and launches through it.

@@ -6,8 +6,9 @@ crashes the process), ``get_device_capability`` is "not supported" and ``Graph``
 musa device. Those are served by torch_musa here: its allocator statistics, a dtype probe and
 ``MUSAGraph``. torch_musa 2.11.0.post2 serves the memory functions itself: at the first call of
 one, torchada asks torch's own ``memory_stats`` once, and where it answers, torch's functions are
-put back and torchada is out of the way. ``current_stream`` checks the index as CUDA's does (torch_musa's check names
-no index). The other device, stream and synchronisation functions work as torch has them.
+put back and torchada is out of the way. ``current_stream`` checks the index as CUDA's does
+(torch_musa's check names no index). The other device, stream and synchronisation functions work
+as torch has them.
 
 Device arguments also accept CUDA spellings ("cuda", "cuda:1", ``torch.device("cuda", 1)``),
 read as the musa device of the same index, as everywhere in torchada.

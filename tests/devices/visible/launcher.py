@@ -15,14 +15,30 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "worker.py")
 # What a Ray-style launcher copies into the environment it writes for a worker.
-KEPT = ("PATH", "HOME", "PYTHONPATH", "TMPDIR", "TORCHADA_CACHE_DIR", "TORCHADA_ACTIVE",
-        "TORCHADA_SIM_DEVICES", "MUSA_VISIBLE_DEVICES")
+KEPT = (
+    "PATH",
+    "HOME",
+    "PYTHONPATH",
+    "TMPDIR",
+    "TORCHADA_CACHE_DIR",
+    "TORCHADA_ACTIVE",
+    "TORCHADA_SIM_DEVICES",
+    "MUSA_VISIBLE_DEVICES",
+)
 
 
 def _command(kind, path):
     if kind == "torchrun":
-        return [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                "--nproc-per-node", "1", WORKER, path]
+        return [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "1",
+            WORKER,
+            path,
+        ]
     return [sys.executable, WORKER, path]
 
 

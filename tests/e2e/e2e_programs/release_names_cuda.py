@@ -8,7 +8,7 @@ import torch
 out = {}
 a = torch.randn(8, 16, device="cuda", dtype=torch.float16)
 b = torch.randn(16, 4, device="cuda", dtype=torch.float16)
-want = (a.float().cpu() @ b.float().cpu())
+want = a.float().cpu() @ b.float().cpu()
 if hasattr(torch.ops.aten.mm, "dtype"):  # torch 2.8+: out_dtype
     mm = torch.mm(a, b, out_dtype=torch.float32)
     ba, bb = a.unsqueeze(0).repeat(3, 1, 1), b.unsqueeze(0).repeat(3, 1, 1)

@@ -14,5 +14,14 @@ latent = torch.randn(4, 64, 64, device=device, dtype=dtype)
 held = torch.cuda.memory_reserved()
 del latent
 mm.soft_empty_cache()
-print(json.dumps({"device": str(device), "dtype": str(dtype), "reserved_while_held": held,
-                  "reserved_after": torch.cuda.memory_reserved(), "released": released}))
+print(
+    json.dumps(
+        {
+            "device": str(device),
+            "dtype": str(dtype),
+            "reserved_while_held": held,
+            "reserved_after": torch.cuda.memory_reserved(),
+            "released": released,
+        }
+    )
+)

@@ -6,11 +6,10 @@ import torch
 
 import torch_musa
 from torch_musa._MUSAC import _MusaDeviceProperties  # noqa: F401  (as in torch_musa)
+from torchada._simulator import state as _state
 
 from ._lazy_init import _lazy_init
 from ._utils import _get_musa_device_index
-
-from torchada._simulator import state as _state
 
 
 class Device:

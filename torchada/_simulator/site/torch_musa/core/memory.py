@@ -339,6 +339,7 @@ if _MEMORY_NAMES != "2.7.1":
         # torch_musa asks mthreads-gmi, which the simulated machine does not have.
         return "mthreads-gmi not found"
 
+
 if _MEMORY_NAMES == "2.9.1.post1":
 
     class MemPool:

@@ -46,9 +46,7 @@ if importlib.import_module("torchada._simulator.state").config.facts["rng_align"
     def align_rng_to_nv_gpu(gpu_name=None):
         """Set TORCH_ARCH_MP_COUNT and TORCH_ARCH_MAXTHREADS_PER_MP from ``gpu_name`` (default:
         TORCH_RNG_ALIGN) unless both are set; ValueError for a GPU the registry lacks."""
-        if os.environ.get("TORCH_ARCH_MP_COUNT") and os.environ.get(
-            "TORCH_ARCH_MAXTHREADS_PER_MP"
-        ):
+        if os.environ.get("TORCH_ARCH_MP_COUNT") and os.environ.get("TORCH_ARCH_MAXTHREADS_PER_MP"):
             return
         if gpu_name is None:
             gpu_name = os.environ.get("TORCH_RNG_ALIGN")
