@@ -1,1 +1,0 @@
-"""torch_musa.distributed._composable: torch_musa's patches of torch's composable APIs."""

@@ -1,1 +1,0 @@
-"""torch_musa.distributed._composable.fsdp: its FSDP2 patches (see patch)."""
