@@ -84,8 +84,8 @@ def main(argv: "list[str]") -> int:
             print(f"[part {index}] exit {status} after {took:.0f} s", flush=True)
         else:
             print(f"[part {index}] {line}", flush=True)
-    statuses = [proc.wait() for proc in procs]
-    return next((s for s in statuses if s), 0)
+    # Every part has ended and been waited for above.
+    return next((proc.returncode for proc in procs if proc.returncode), 0)
 
 
 if __name__ == "__main__":

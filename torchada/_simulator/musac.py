@@ -189,15 +189,12 @@ _raw_blocks: "dict[int, torch.Tensor]" = {}
 def raw_alloc(size: int, stream: int) -> int:
     """MUSACachingAllocator::raw_alloc on the current device, filed under the native stream
     ``stream`` (a handle): a byte tensor from the simulated allocator, kept until
-    :func:`raw_delete`, so memory_allocated() and the statistics count it."""
-    import torch_musa
-
-    musa = torch_musa.core
+    ``_musa_musaCachingAllocator_raw_delete``, so memory_allocated() and the statistics count it."""
     if int(size) == 0:
         return 0  # the allocator answers a zero-byte request with a null pointer
     idx = torch.musa.current_device()
     current = torch.musa.current_stream(idx)
-    on = current if stream == current.musa_stream else musa.stream.ExternalStream(stream, idx)
+    on = current if stream == current.musa_stream else torch.musa.ExternalStream(stream, idx)
     with torch.musa.stream(on):
         block = torch.empty(int(size), dtype=torch.uint8, device=torch.device("musa", idx))
     _raw_blocks[block.data_ptr()] = block

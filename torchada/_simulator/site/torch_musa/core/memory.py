@@ -284,7 +284,7 @@ if _MEMORY_NAMES != "2.7.1":
             raise TypeError(
                 "Invalid type for stream argument, must be "
                 "`torch.musa.Stream` or `int` representing a pointer "
-                "to a exisiting stream"
+                "to an existing stream"
             )
         with torch.musa.device(device):
             # The C module's raw_alloc, kept off _MUSAC: its binding's name is not on record.
