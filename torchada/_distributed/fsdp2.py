@@ -4,8 +4,10 @@ torch_musa replaces ``torch.distributed.fsdp.fully_shard`` with a wrapper
 (``torch_musa/distributed/_composable/fsdp/patch.py``, ``functools.wraps`` over torch's function)
 whose first call queries the MUSA architecture and then replaces FSDP2's internals process-wide:
 ``FSDPCommContext.lazy_init`` (2.7.1: "FSDP requires MUSA for streams" without MUSA; 2.11.0.post2:
-MUSA streams whatever the device), ``FSDPParamGroup.wait_for_unshard`` and ``post_backward``.
-None of that is keyed on the mesh, so a CPU/gloo mesh (tests, CPU offload set-ups) breaks.
+MUSA streams whatever the device), ``FSDPParamGroup.wait_for_unshard`` and ``post_backward``;
+up to 2.9.1.post1 also ``FSDPState._init_shared_state`` (which calls ``lazy_init()`` without the
+state's device) and ``FSDPState._pre_forward``. None of that is keyed on the mesh, so a CPU/gloo
+mesh (tests, CPU offload set-ups) breaks.
 
 Where the installed torch_musa has such a wrapper, torchada puts a dispatcher in its place:
 a mesh whose device type is the MUSA backend goes to torch_musa's wrapper; any other mesh to
@@ -36,6 +38,10 @@ _REPLACED: Tuple[Tuple[str, str, str], ...] = (
     ("torch.distributed.fsdp._fully_shard._fsdp_param_group", "FSDPCommContext", "lazy_init"),
     ("torch.distributed.fsdp._fully_shard._fsdp_param_group", "FSDPParamGroup", "wait_for_unshard"),
     ("torch.distributed.fsdp._fully_shard._fsdp_param_group", "FSDPParamGroup", "post_backward"),
+    # Up to 2.9.1.post1: its _init_shared_state calls lazy_init() with no device, so a CPU state
+    # must not reach it (lazy_init alone cannot tell that state's device).
+    ("torch.distributed.fsdp._fully_shard._fsdp_state", "FSDPState", "_init_shared_state"),
+    ("torch.distributed.fsdp._fully_shard._fsdp_state", "FSDPState", "_pre_forward"),
 )
 
 
@@ -107,7 +113,9 @@ _installed: list = []  # the (wrapper, torch's own) torchada routes around, whil
 
 def _device_of(name: str, self: Any, args: Tuple[Any, ...]) -> Any:
     if name == "lazy_init":
-        return args[0] if args else None  # (self, device) from torch 2.11; 2.7: (self)
+        return args[0] if args else None  # torch_musa's: (self, device) from 2.11; 2.7: (self)
+    if name in ("_init_shared_state", "_pre_forward"):
+        return getattr(self, "_device", None)  # an FSDPState
     return getattr(self, "device", None)
 
 

@@ -95,6 +95,8 @@ from .version import __version__  # noqa: E402,F401
 
 torch._C._profiler.ProfilerActivity.MUSA = torch._C._profiler.ProfilerActivity.PrivateUse1
 
+from .distributed import _apply_distributed_patch  # noqa: E402
+
 _state.device_properties = [
     importlib.import_module("torchada._simulator.musac").device_properties(_state.config, i)
     for i in range(_state.config.device_count)
@@ -218,6 +220,17 @@ def set_attributes():
 
 
 set_attributes()
+
+
+def _apply_patches():
+    # As torch_musa's, right after set_attributes: FSDP2's patches wrap
+    # torch.distributed.fsdp.fully_shard, which imports torch.distributed.fsdp (FSDP1, FSDP2,
+    # DTensor) into every program. torch_musa's ShardedGradScaler, put in
+    # torch.distributed.fsdp.sharded_grad_scaler next, is not modelled (torch's own stays).
+    _apply_distributed_patch()
+
+
+_apply_patches()
 
 if _release["graph_pool_handle"] == "_POOL_HANDLE":
     # 2.9.1.post1: graph pool handles are of this type (defined before musa_graph is imported).
