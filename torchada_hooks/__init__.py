@@ -37,7 +37,8 @@ finder ahead of this package's answers is refused with an ImportError, the proxy
 ``vars(proxy)``, ``proxy.__dict__``, ``dir(proxy)`` and ``from proxy import *`` see the complete
 namespace (every advertised name, resolved at that first whole-namespace read);
 ``own_namespace(module)`` reads the namespace as it is, resolving nothing, and so does code of the
-packages named to ``peek_from(package)`` (a policy layer's own bookkeeping).
+packages named to ``peek_from(package)`` (a policy layer's own bookkeeping);
+``resolve_unsealed(module, attr)`` resolves one name without setting off a pending seal.
 
 Lower-level pieces (``ProxyFinder``, ``ProxyLoader``, ``SwapLedger``, ``proxy_spec``) are exported
 for policy code that needs to compose them differently.
@@ -58,6 +59,7 @@ if TYPE_CHECKING:  # for type checkers: the names below resolve through __getatt
         own_namespace,
         peek_from,
         proxy_spec,
+        resolve_unsealed,
         seal,
         seal_on_first_use,
     )
@@ -75,6 +77,7 @@ _WHERE = {
     "own_namespace": "proxy",
     "peek_from": "proxy",
     "proxy_spec": "proxy",
+    "resolve_unsealed": "proxy",
     "seal": "proxy",
     "seal_on_first_use": "proxy",
 }

@@ -528,6 +528,44 @@ def seal_on_first_use(
     _resolution(module).pending_seal = names if callable(names) else tuple(names)
 
 
+def resolve_unsealed(module: types.ModuleType, attr: str, default: Any = None) -> Any:
+    """``getattr(module, attr, default)``, without setting off a proxy's pending seal.
+
+    A proxy waiting to be sealed at its first use (:func:`seal_on_first_use`) would resolve
+    every name at this read. Bookkeeping that needs a few names early (to register them with a
+    tracer, say) reads them here instead: each is resolved and cached as a first use would, and
+    the seal waits for the program's own first use, which keeps the values resolved here. For
+    any other module (a plain one, a sealed proxy) this is ``getattr``.
+
+    Example::
+
+        >>> from torchada_hooks import ProxyModule, is_sealed, seal_on_first_use
+        >>> from torchada_hooks.proxy import resolve_unsealed
+        >>> proxy = ProxyModule("demo_proxy", str.upper)
+        >>> seal_on_first_use(proxy, ["x", "y"])
+        >>> resolve_unsealed(proxy, "x"), is_sealed(proxy)
+        ('X', False)
+        >>> proxy.y, is_sealed(proxy), proxy.x
+        ('Y', True, 'X')
+    """
+    resolution = _STATES.get(module) if type(module) is ProxyModule else None
+    if resolution is None:
+        return getattr(module, attr, default)
+    value = resolution.namespace.get(attr, _UNSET)
+    if value is not _UNSET:
+        return value
+    pending, resolution.pending_seal = resolution.pending_seal, None
+    try:
+        return resolution.getattr(attr)
+    except AttributeError:
+        return default
+    finally:
+        # A seal another thread started meanwhile is done; otherwise the program's first use
+        # still seals.
+        if resolution.pending_seal is None and type(module) is ProxyModule:
+            resolution.pending_seal = pending
+
+
 class ProxyLoader:
     """Loader for proxy specs: the module already exists, so loading hands it out.
 

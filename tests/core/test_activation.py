@@ -89,10 +89,14 @@ def test_disable_leaves_what_others_patched_after_torchada(py):
     }
 
 
-def test_first_enable_changes_nothing_it_does_not_undo(py):
+@pytest.mark.parametrize("first", ["", "torch._dynamo"])
+def test_first_enable_changes_nothing_it_does_not_undo(py, first):
+    # Also with Dynamo imported first (as torch_musa's FSDP import does): torchada registers
+    # torch.cuda's functions with it without using torch.cuda, which stays unsealed.
     code = """
         import json, sys, torch
         import torch.cuda.amp, torch.cuda.memory, torch.cuda.graphs
+        FIRST
         before = {k: id(v) for k, v in sys.modules.items()}
         cuda_attr = id(torch.cuda)
         import torchada
@@ -103,7 +107,7 @@ def test_first_enable_changes_nothing_it_does_not_undo(py):
         changed = [k for k, v in before.items() if id(sys.modules.get(k)) != v]
         print(json.dumps([changed, id(torch.cuda) == cuda_attr]))
     """
-    r = py(code, env=SIM)
+    r = py(code.replace("FIRST", f"import {first}" if first else ""), env=SIM)
     assert r.returncode == 0, r.stderr
     assert _last_json(r.stdout) == [[], True]
 

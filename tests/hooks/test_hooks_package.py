@@ -23,6 +23,7 @@ def test_public_api():
         "own_namespace",
         "peek_from",
         "proxy_spec",
+        "resolve_unsealed",
         "seal",
         "seal_on_first_use",
     }

@@ -7,7 +7,14 @@ import types
 
 import pytest
 
-from torchada_hooks import ImportHooks, ProxyModule, is_sealed, seal, seal_on_first_use
+from torchada_hooks import (
+    ImportHooks,
+    ProxyModule,
+    is_sealed,
+    resolve_unsealed,
+    seal,
+    seal_on_first_use,
+)
 
 
 def test_seal_resolves_names_and_becomes_plain_module():
@@ -114,3 +121,25 @@ def test_seal_on_first_use_lists_names_from_a_callable_at_the_first_miss():
     assert is_sealed(proxy) and proxy.a == "aa" and listed == [1]
     with pytest.raises(AttributeError, match="sealpkg_e"):
         proxy.c
+
+
+def test_resolve_unsealed_leaves_the_seal_to_the_first_use():
+    calls = []
+
+    def resolver(name):
+        calls.append(name)
+        if name == "bad":
+            raise AttributeError("no such thing")
+        return [name]
+
+    proxy = ProxyModule("sealpkg_e", resolver)
+    seal_on_first_use(proxy, ["a", "b", "bad"])
+    early = resolve_unsealed(proxy, "a")
+    assert early == ["a"] and calls == ["a"] and not is_sealed(proxy)
+    assert resolve_unsealed(proxy, "a") is early and calls == ["a"]  # cached, as a first use
+    assert resolve_unsealed(proxy, "bad", "fallback") == "fallback" and not is_sealed(proxy)
+    assert proxy.b == ["b"] and is_sealed(proxy)  # the program's first use seals
+    assert proxy.a is early and sorted(calls) == ["a", "b", "bad", "bad"]
+    # A sealed proxy or a plain module: getattr with its default.
+    assert resolve_unsealed(proxy, "b") == ["b"] and resolve_unsealed(proxy, "zz", 7) == 7
+    assert resolve_unsealed(types, "ModuleType") is types.ModuleType

@@ -145,16 +145,7 @@ def _creates_on_cuda(x):
 
 @pytest.mark.parametrize(
     "backend",
-    [
-        "eager",
-        pytest.param(
-            "aot_eager",
-            marks=pytest.mark.skipif(
-                not FAKE_DEVICES, reason="this torch has no FakeTensor._normalize_fake_device"
-            ),
-        ),
-        "inductor",
-    ],
+    ["eager", "aot_eager", "inductor"],
 )
 @pytest.mark.skipif(
     FAKE_DEVICES and torch.version.cuda is not None,

@@ -133,9 +133,13 @@ def _folded_entries() -> list[tuple[Any, bool]]:
     """(function, guarded) for each function Dynamo is to evaluate at trace time: torch_musa's
     counterparts of _FOLDED, and torchada's own torch.cuda functions of _SERVED (as served,
     through the device-argument wrapper where there is one)."""
+    from torchada_hooks.proxy import resolve_unsealed
+
     entries = [(getattr(torch.musa, name, None), guarded) for name, guarded in _FOLDED.items()]
     for name in _SERVED:
-        served = getattr(torch.cuda, name, None)
+        # Not a first use of torch.cuda: Dynamo imported before torchada (torch_musa's FSDP
+        # import does it) brings this here at activation, and the proxy stays unsealed.
+        served = resolve_unsealed(torch.cuda, name)
         if hasattr(getattr(served, "__torchada_wrapped__", served), "__torchada_musa__"):
             entries.append((served, False))
     return [(fn, guarded) for fn, guarded in entries if fn is not None]
@@ -177,14 +181,29 @@ def _register_constant_folds(torch_variables: Any) -> None:
 
 def _register_trace_rules(trace_rules: Any) -> None:
     original = trace_rules.get_torch_obj_rule_map
-
+    # Dynamo builds its map of torch's functions once, from the objects torch's names hold then.
+    # Built before torchada was enabled (Dynamo imported first), it knows torch's own factories,
+    # not the device-translating functions those names hold now: Dynamo would trace into those
+    # and put torch's own factory, with the program's "cuda" device, in the graph. Such a map
+    # gets the entries a map built now has (as if Dynamo had come after torchada).
+    build = getattr(original, "__wrapped__", None)
+    info = getattr(original, "cache_info", None)
+    stale = build is not None and info is not None and info().currsize > 0
     added: list[Any] = []
+    merged = [not stale]
 
     @functools.wraps(original)
     def get_torch_obj_rule_map() -> dict[Any, Any]:
         from torch._dynamo.variables.torch import TorchInGraphFunctionVariable
 
         rules = original()  # cached by torch: the same dict every time
+        if not merged[0]:
+            merged[0] = True
+            for fn, rule in build().items():
+                if fn not in rules:
+                    rules[fn] = rule
+                    added.append(fn)
+            logger.debug("torchada: %d of Dynamo's torch function rules added", len(added))
         for fn in _musa_folded():
             if fn not in rules:
                 rules[fn] = TorchInGraphFunctionVariable
