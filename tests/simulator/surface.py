@@ -1,9 +1,11 @@
-"""Compares the simulator's importable surface with real torch_musa 2.7.1's.
+"""Compares the simulator's importable surface with a real torch_musa release's.
 
-The reference, torch_musa_2.7.1_surface.json beside this file, was extracted from torch_musa's
-source at tag v2.7.1 without importing it: per module, the names bound at import with their kind
-and, for functions and classes, parameters (kind, name, default as written in the source).
-``omitted.json`` in the simulator's package lists what the simulator leaves out, with why.
+The references, torch_musa_<release>_surface.json beside this file, were extracted from torch_musa's
+source by tools/extract_surface.py without importing it (2.7.1 from tag v2.7.1; 2.9.1.post1 and
+2.11.0.post2 from trees rebuilt out of the code index, each module's 'source' says from where): per
+module, the names bound at import with their kind and, for functions and classes, parameters (kind,
+name, default as written in the source). ``omitted.json`` in the simulator's package lists what the
+simulator leaves out of each release, with why.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REFERENCE = os.path.join(HERE, "torch_musa_2.7.1_surface.json")
+RELEASES = ("2.7.1", "2.9.1.post1", "2.11.0.post2")
 # Names the reference cannot list: the C extension's (extracted as one "__cext__" marker).
 NOT_LISTED = {"torch_musa._MUSAC"}
 
@@ -33,8 +35,12 @@ class Report:
     signatures: List[Tuple[str, list, list]] = field(default_factory=list)
 
 
-def reference() -> dict:
-    with open(REFERENCE, encoding="utf-8") as f:
+def reference_path(release: str = "2.7.1") -> str:
+    return os.path.join(HERE, f"torch_musa_{release}_surface.json")
+
+
+def reference(release: str = "2.7.1") -> dict:
+    with open(reference_path(release), encoding="utf-8") as f:
         return json.load(f)["modules"]
 
 
@@ -76,9 +82,10 @@ def _same_default(ours: Optional[str], theirs: Optional[str]) -> bool:
         return False
 
 
-def compare(modules: Optional[Dict[str, dict]] = None) -> Report:
-    """Import every module of the reference (the simulator must be active) and compare."""
-    modules = reference() if modules is None else modules
+def compare(modules: Optional[Dict[str, dict]] = None, release: str = "2.7.1") -> Report:
+    """Import every module of the release's reference (the simulator must be active, simulating
+    that release) and compare."""
+    modules = reference(release) if modules is None else modules
     report = Report()
     for name, entry in modules.items():
         try:

@@ -13,6 +13,11 @@ from torchada._simulator import support as _support
 from ._lazy_init import _lazy_call, _lazy_init
 from .device import current_device, device_count  # noqa: F401
 
+if importlib.import_module("torchada._simulator.state").config.facts["random_is_initialized"]:
+    # 2.11.0.post2's set_rng_state clones the state only while MUSA is not initialized, so the
+    # module imports is_initialized (core/random.py @e205050).
+    from ._lazy_init import is_initialized  # noqa: F401
+
 __all__ = [
     "get_rng_state",
     "get_rng_state_all",

@@ -25,8 +25,10 @@ import warnings
 from enum import Enum
 
 import torch
+
+# The module, not FSDPState: 2.11.0.post2's custom_overlap_patch.py (@d77e3ac) binds no FSDPState.
+from torch.distributed.fsdp._fully_shard import _fsdp_state
 from torch.distributed.fsdp._fully_shard._fsdp_param_group import FSDPCommContext
-from torch.distributed.fsdp._fully_shard._fsdp_state import FSDPState
 
 __all__ = ["_apply_custom_overlap_patch", "FSDP2OverlapLevel", "_FSDP2_OVERLAP_LEVEL"]
 
@@ -84,7 +86,7 @@ if importlib.import_module("torchada._simulator.fsdp2").shape() == "2.7.1":
         ctx.lazy_init = lambda *args: None  # torch's own call of it is done already
         try:
             importlib.import_module("torchada._simulator.fsdp2").torch_own(
-                FSDPState, "_init_shared_state"
+                _fsdp_state.FSDPState, "_init_shared_state"
             )(self)
         finally:
             del ctx.lazy_init
@@ -92,7 +94,7 @@ if importlib.import_module("torchada._simulator.fsdp2").shape() == "2.7.1":
     def _pre_forward(self, module, args, kwargs):
         # torch_musa's adds its ce_comm collectives to torch's (not modelled: nothing without it).
         return importlib.import_module("torchada._simulator.fsdp2").torch_own(
-            FSDPState, "_pre_forward"
+            _fsdp_state.FSDPState, "_pre_forward"
         )(self, module, args, kwargs)
 
 else:
@@ -107,6 +109,6 @@ else:
 def _apply_custom_overlap_patch():
     sim = importlib.import_module("torchada._simulator.fsdp2")
     if sim.shape() == "2.7.1":
-        sim.replace(FSDPState, "_init_shared_state", _fsdp_state_init_shared_state)
-        sim.replace(FSDPState, "_pre_forward", _pre_forward)
+        sim.replace(_fsdp_state.FSDPState, "_init_shared_state", _fsdp_state_init_shared_state)
+        sim.replace(_fsdp_state.FSDPState, "_pre_forward", _pre_forward)
     sim.replace(FSDPCommContext, "lazy_init", comm_context_lazy_init)
