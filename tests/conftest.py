@@ -68,6 +68,16 @@ def run_python(code: str, env: "dict | None" = None, timeout: float = 300, cwd=N
 TORCH_MUSA_VERSION_WARNING = "UserWarning: torch version should be v"
 
 
+def sim_release() -> "tuple[str, dict]":
+    """The simulated torch_musa release this run uses (TORCHADA_SIM_RELEASE, else the one its
+    torch pairs with) and its facts (torchada/_simulator/releases.json): for tests whose
+    expectation is one release's behaviour."""
+    from torchada._simulator import releases
+
+    name = releases.resolve()
+    return name, releases.facts(name)
+
+
 def is_torch_musa_version_warning(line: str) -> bool:
     """Whether ``line`` is torch_musa's warning about the torch it runs on."""
     return TORCH_MUSA_VERSION_WARNING in line

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import sim_release
 
 pytest.importorskip("torch")
 
@@ -256,7 +257,8 @@ def test_build_command_says_where_and_builds_once():
     info = json.loads(first.stdout)
     path = Path(info["path"])
     assert path.is_file() and path.name == "torchada_native.so"
-    assert info["simulated"] is True and info["torch_musa"].startswith("torch_musa 2.7.1")
+    release = sim_release()[0]
+    assert info["simulated"] is True and info["torch_musa"].startswith(f"torch_musa {release}")
     assert [o["name"] for o in info["overrides"]] == ["isfinite"]
     assert f"path          {path}" in again.stdout
     assert "status        up to date (cached)" in again.stdout  # nothing changed: no rebuild
