@@ -78,6 +78,31 @@ def sim_release() -> "tuple[str, dict]":
     return name, releases.facts(name)
 
 
+SIM_RELEASES = ("2.7.1", "2.9.1.post1", "2.11.0.post2")
+
+
+def sim_release_params(names=SIM_RELEASES) -> list:
+    """The simulated releases as pytest params, each skipped where this torch is older than
+    the release is built for: a release refuses it at import, as real torch_musa does
+    (tests/simulator/test_releases.py checks the refusal)."""
+    import torch
+    from torch._vendor.packaging.version import Version
+
+    from torchada._simulator import releases
+
+    here = Version(Version(torch.__version__).base_version)
+    return [
+        pytest.param(
+            name,
+            marks=pytest.mark.skipif(
+                here < Version(releases.facts(name)["torch_minimum"]),
+                reason=f"torch_musa {name} refuses torch {torch.__version__}",
+            ),
+        )
+        for name in names
+    ]
+
+
 def is_torch_musa_version_warning(line: str) -> bool:
     """Whether ``line`` is torch_musa's warning about the torch it runs on."""
     return TORCH_MUSA_VERSION_WARNING in line

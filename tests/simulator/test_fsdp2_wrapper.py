@@ -16,30 +16,11 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
-from conftest import run_python
-from torch._vendor.packaging.version import Version
+from conftest import run_python, sim_release_params
 
 from torchada._simulator import releases
 
-
-def _runs_here(release: str) -> bool:
-    # A release refuses a torch older than it is built for (tests/simulator/test_releases.py
-    # checks the refusal): 2.9.1.post1 and 2.11.0.post2 do not import on torch 2.7.1.
-    minimum = releases.facts(release)["torch_minimum"]
-    return Version(Version(torch.__version__).base_version) >= Version(minimum)
-
-
-RELEASES = [
-    pytest.param(
-        release,
-        marks=pytest.mark.skipif(
-            not _runs_here(release),
-            reason=f"torch_musa {release} refuses torch {torch.__version__}",
-        ),
-    )
-    for release in ("2.7.1", "2.9.1.post1", "2.11.0.post2")
-]
+RELEASES = sim_release_params()
 
 # plan: the meshes to train on, in order ("musa", "cuda" or "cpu"); each trains a fresh two-layer
 # model three SGD steps on that mesh and a copy of it without FSDP on the CPU.

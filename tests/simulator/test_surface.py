@@ -15,7 +15,7 @@ import json
 import os
 
 import pytest
-from conftest import run_python
+from conftest import run_python, sim_release_params
 from surface import RELEASES
 
 from torchada._simulator import omitted_path
@@ -41,7 +41,7 @@ print(json.dumps({{"covered": r.covered, "not_importable": r.not_importable,
 MATCHED_AT_LEAST = {"2.7.1": 302, "2.9.1.post1": 335, "2.11.0.post2": 343}
 
 
-@pytest.fixture(scope="module", params=RELEASES)
+@pytest.fixture(scope="module", params=sim_release_params(RELEASES))
 def release(request):
     return request.param
 
