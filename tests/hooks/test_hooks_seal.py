@@ -17,15 +17,21 @@ from torchada_hooks import (
 )
 
 
-def test_seal_resolves_names_and_becomes_plain_module():
+def _recording_resolver(make=lambda name: [name]):
+    """A resolver that records every name it is asked for and refuses "bad", with its calls."""
     calls = []
 
     def resolver(name):
         calls.append(name)
         if name == "bad":
             raise AttributeError("no such thing")
-        return name.upper()
+        return make(name)
 
+    return calls, resolver
+
+
+def test_seal_resolves_names_and_becomes_plain_module():
+    calls, resolver = _recording_resolver(str.upper)
     proxy = ProxyModule("sealpkg_a", resolver)
     assert proxy.early == "EARLY"
     missing = seal(proxy, ["early", "late", "bad"])
@@ -55,14 +61,7 @@ def test_sealed_proxy_stays_importable_reloadable_and_undoable():
 
 
 def test_seal_on_first_use_costs_nothing_until_the_first_miss():
-    calls = []
-
-    def resolver(name):
-        calls.append(name)
-        if name == "bad":
-            raise AttributeError("no such thing")
-        return [name]
-
+    calls, resolver = _recording_resolver()
     proxy = ProxyModule("sealpkg_c", resolver)
     seal_on_first_use(proxy, ["a", "b", "bad"])
     assert calls == [] and not is_sealed(proxy)
@@ -124,15 +123,8 @@ def test_seal_on_first_use_lists_names_from_a_callable_at_the_first_miss():
 
 
 def test_resolve_unsealed_leaves_the_seal_to_the_first_use():
-    calls = []
-
-    def resolver(name):
-        calls.append(name)
-        if name == "bad":
-            raise AttributeError("no such thing")
-        return [name]
-
-    proxy = ProxyModule("sealpkg_e", resolver)
+    calls, resolver = _recording_resolver()
+    proxy = ProxyModule("sealpkg_f", resolver)
     seal_on_first_use(proxy, ["a", "b", "bad"])
     early = resolve_unsealed(proxy, "a")
     assert early == ["a"] and calls == ["a"] and not is_sealed(proxy)

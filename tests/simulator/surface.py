@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RELEASES = ("2.7.1", "2.9.1.post1", "2.11.0.post2")
 # Names the reference cannot list: the C extension's (extracted as one "__cext__" marker).
 NOT_LISTED = {"torch_musa._MUSAC"}
 

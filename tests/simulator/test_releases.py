@@ -13,11 +13,10 @@ import shutil
 import subprocess
 
 import pytest
+from conftest import SIM_RELEASES as RELEASES
 from conftest import run_python
 
 from torchada._simulator import native, releases
-
-RELEASES = ["2.7.1", "2.9.1.post1", "2.11.0.post2"]
 
 
 def _older_torch(release: str) -> bool:

@@ -190,15 +190,15 @@ def _register_trace_rules(trace_rules: Any) -> None:
     info = getattr(original, "cache_info", None)
     stale = build is not None and info is not None and info().currsize > 0
     added: list[Any] = []
-    merged = [not stale]
 
     @functools.wraps(original)
     def get_torch_obj_rule_map() -> dict[Any, Any]:
+        nonlocal stale
         from torch._dynamo.variables.torch import TorchInGraphFunctionVariable
 
         rules = original()  # cached by torch: the same dict every time
-        if not merged[0]:
-            merged[0] = True
+        if stale:
+            stale = False
             for fn, rule in build().items():
                 if fn not in rules:
                     rules[fn] = rule
